@@ -1,0 +1,286 @@
+"""Classifiers: label tracebacks and failure lines with patterns, then pick the root cause.
+
+The root is the earliest traceback that is not a communication error or launcher teardown, across
+all ranks and files.  With none, it is the earliest fatal non-traceback event (a SIGKILL, an OOM
+kill, a time limit, a CUDA fault); with none of those, the earliest communication failure.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import polars as pl
+import regex
+
+from . import grammar
+from .context import JobContext
+from .model import Event, Evidence, Frame, RankSummary, RootCause, Source, Symptom, TracebackBlock
+from .patterns import Pattern
+from .tracebacks import Chain
+
+GENERIC = "python.exception"
+UNKNOWN = "unknown.no_evidence"
+_PG_RANK = regex.compile(grammar.PG_RANK)
+_LOCAL = regex.compile(r"local_rank: (\d+)")
+_TIMEOUTS = ("nccl.watchdog_timeout", "nccl.gloo_timeout")
+
+
+def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFrame:
+    """Adds `pid`: the highest-priority pattern matching each kept line's message."""
+    ordered = sorted(patterns, key=lambda p: -p.priority)
+    if not ordered:
+        return df.with_columns(pid=pl.lit(None, dtype=pl.String))
+    expr = pl.when(pl.col("msg").str.contains(ordered[0].regex)).then(pl.lit(ordered[0].id))
+    for p in ordered[1:]:
+        expr = expr.when(pl.col("msg").str.contains(p.regex)).then(pl.lit(p.id))
+    return df.with_columns(pid=expr.otherwise(pl.lit(None, dtype=pl.String)))
+
+
+def _order(t: datetime | None, src: int, line: int) -> tuple:
+    return (t is None, t or datetime.min, src, line)
+
+
+def _rank_of(row: dict, ctx: JobContext) -> tuple[int | None, int | None, str | None]:
+    rank, local, host = row.get("rank"), row.get("local_rank"), row.get("host")
+    msg = row.get("msg") or ""
+    if rank is None and local is None and (m := _LOCAL.search(msg)) and "exitcode" in msg:
+        local = int(m.group(1))
+    if rank is None and local is not None:
+        rank = ctx.global_rank(local, host)
+    if rank is None and (m := _PG_RANK.search(msg)) and (m["pg"] in (None, "0")):
+        rank = int(m["rank"])  # c10d's [Rank N] of the default process group is the global rank
+    if host is None and rank is not None:
+        host = ctx.rank_host.get(rank)
+    return rank, local, host
+
+
+def build_events(
+    df: pl.DataFrame,
+    chains: list[Chain],
+    sources: list[Source],
+    patterns: dict[str, Pattern],
+    ctx: JobContext,
+) -> list[Event]:
+    display = {s.index: s.display for s in sources}
+    events: list[Event] = []
+    in_chain = set()
+    for c in chains:
+        rows = c.rows
+        for r in rows:
+            in_chain.add((r["src"], r["lineno"]))
+        ev = _chain_event(c, rows, df, display, patterns, ctx)
+        if ev:
+            events.append(ev)
+    lines = df.filter(pl.col("pid").is_not_null() & (pl.col("pid") != GENERIC))
+    for r in lines.iter_rows(named=True):
+        if (r["src"], r["lineno"]) in in_chain:
+            continue
+        p = patterns[r["pid"]]
+        if p.role == "context":
+            continue
+        rank, local, host = _rank_of(r, ctx)
+        events.append(
+            Event(
+                kind="line", category=p.category, pattern=p.id, role=p.role, message=r["msg"].strip(),
+                evidence=Evidence(display[r["src"]], r["lineno"]), rank=rank, local_rank=local, host=host,
+                time=r["time"], order=_order(r["order_time"], r["src"], r["lineno"]),
+            )
+        )
+    for s in sources:
+        if s.layout == "error-json":
+            ev = _error_file_event(s, patterns, ctx)
+            if ev:
+                events.append(ev)
+    return events
+
+
+def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
+    if not rows:
+        return None  # a traceback cut off before its exception: nothing to classify
+    best_row, best = None, None
+    for r in rows:
+        p = patterns.get(r["pid"]) if r["pid"] else None
+        if p and (best is None or p.priority > best.priority):
+            best_row, best = r, p
+    if best is None:
+        best, best_row = patterns[GENERIC], rows[0]
+    first = rows[0]
+    rank, local, host = _rank_of(first, ctx)
+    start_order = first["order_time"]
+    return Event(
+        kind="traceback", category=best.category, pattern=best.id, role=best.role,
+        message=best_row["msg"].strip(), evidence=Evidence(display[c.src], best_row["lineno"]),
+        rank=rank, local_rank=local, host=host, time=best_row["time"],
+        order=_order(start_order, c.src, c.start), blocks=c.blocks,
+    )
+
+
+def _error_file_event(s: Source, patterns: dict[str, Pattern], ctx: JobContext) -> Event | None:
+    """torchrun's error.json (written by @record): message, py_callstack, timestamp."""
+    try:
+        data = json.loads(s.path.read_text(encoding="utf-8", errors="replace"))
+        msg = data["message"]
+        if isinstance(msg, str):
+            msg = {"message": msg}
+        text = msg.get("message", "")
+        extra = msg.get("extraInfo", {}) or {}
+        stack = extra.get("py_callstack", "")
+        stamp = int(extra.get("timestamp", 0)) or None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    block = TracebackBlock(start=1)
+    for m in regex.finditer(r'File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>.*)', stack):
+        block.frames.append(Frame(file=m["file"], line=int(m["line"]), func=m["func"].strip()))
+    block.text = stack.rstrip("\n").splitlines() if stack else [text]
+    lines = [ln for ln in (text.splitlines() or [""])]
+    block.exception = lines[0] if lines else text
+    best, best_line = None, block.exception
+    for ln in lines:
+        for p in patterns.values():
+            if p.id != GENERIC and p.search(ln) and (best is None or p.priority > best.priority):
+                best, best_line = p, ln
+    if best is None:
+        best = patterns[GENERIC]
+    t = datetime.fromtimestamp(stamp) if stamp else None
+    rank = ctx.global_rank(s.local_rank)
+    return Event(
+        kind="error_file", category=best.category, pattern=best.id, role=best.role, message=best_line.strip(),
+        evidence=Evidence(s.display, 1), rank=rank, local_rank=s.local_rank, host=ctx.rank_host.get(rank) if rank is not None else None,
+        time=t, order=_order(t, s.index, 1), blocks=[block],
+    )
+
+
+def _same_failure(a: Event, b: Event) -> bool:
+    return a.pattern == b.pattern and regex.sub(r"\d+", "#", a.message) == regex.sub(r"\d+", "#", b.message)
+
+
+def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, list[Event], dict]:
+    """The root event, the events that are the same failure on other ranks, and inference notes."""
+    roots = [e for e in events if e.role == "root"]
+    tiers = (
+        [e for e in roots if e.kind in ("traceback", "error_file") and not e.is_comm],
+        [e for e in roots if e.kind == "line" and not e.is_comm],
+        [e for e in roots if e.is_comm],
+    )
+    for tier in tiers:
+        if tier:
+            tier.sort(key=lambda e: e.order)
+            root = tier[0]
+            same = [e for e in tier[1:] if _same_failure(root, e)]
+            notes = _lagging_rank(root, tier, ctx) if root.is_comm else {}
+            return root, same, notes
+    return None, [], {}
+
+
+def _lagging_rank(root: Event, comm: list[Event], ctx: JobContext) -> dict:
+    """All ranks but one report a collective timeout: the silent one is the straggler (it hung or died)."""
+    if root.pattern not in _TIMEOUTS:
+        return {}
+    reporters = {e.rank for e in comm if e.pattern in _TIMEOUTS and e.rank is not None}
+    world = ctx.world_size
+    if not world or len(reporters) != world - 1 or not all(0 <= r < world for r in reporters):
+        return {"timed_out_ranks": sorted(reporters)} if reporters else {}
+    (silent,) = set(range(world)) - reporters
+    return {"lagging_rank": silent, "timed_out_ranks": sorted(reporters), "world_size": world}
+
+
+def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, Pattern], ctx: JobContext) -> RootCause:
+    p = patterns[root.pattern]
+    rank = root.rank
+    details = dict(notes)
+    if root.is_comm and root.pattern in _TIMEOUTS:
+        # a timeout names the rank that waited, not the one that failed
+        details["reported_by_rank"] = root.rank
+        rank = notes.get("lagging_rank")
+    if same:
+        details["also_on_ranks"] = sorted({e.rank for e in same if e.rank is not None and e.rank != root.rank})
+        details["occurrences"] = 1 + len(same)
+    frames = [f for b in root.blocks for f in b.frames]
+    text = [ln for b in root.blocks for ln in b.text]
+    phase = _phase(frames)
+    if phase:
+        details["phase"] = phase
+    if root.blocks and any(b.truncated for b in root.blocks):
+        details["traceback_truncated"] = True
+    if root.kind == "error_file":
+        details["error_file"] = root.evidence.file
+    cf = next((f for f in ctx.failures if f.root and f.rank is not None and f.rank == rank), None)
+    if cf:
+        details["launcher_summary"] = {"exitcode": cf.exitcode, "pid": cf.pid, "host": cf.host}
+    same_rank = rank == root.rank
+    time, local, host = root.time, root.local_rank if same_rank else None, root.host if same_rank else None
+    if cf:  # torchrun's summary of the same rank: when it was seen failing, where, which local rank
+        if time is None and cf.time is not None:
+            time = cf.time
+            details["time_from"] = "torchrun failure summary"
+        local = local if local is not None else cf.local_rank
+        host = host or cf.host
+    if host is None and rank is not None:
+        host = ctx.rank_host.get(rank)
+    return RootCause(
+        category=p.category, pattern=p.id, summary="", message=root.message, evidence=root.evidence,
+        rank=rank, local_rank=local, host=host, time=time, traceback=text, frames=frames,
+        title=p.title, why=p.why, remediation=list(p.remediation), details=details,
+    )
+
+
+_PHASES = (
+    ("optimizer step", regex.compile(r"(?i)optimizer|\bstep\b|adam|_multi_tensor|clip_grad")),
+    ("backward", regex.compile(r"(?i)backward")),
+    ("checkpoint save", regex.compile(r"(?i)save_checkpoint|checkpoint.*save|torch\.save")),
+    ("checkpoint load", regex.compile(r"(?i)load_checkpoint")),
+    ("data loading", regex.compile(r"(?i)dataloader|__next__|_next_data|get_batch")),
+    ("forward", regex.compile(r"(?i)forward")),
+)
+
+
+def _phase(frames: list[Frame]) -> str | None:
+    """The training phase of the innermost frame that names one (backward_step, optimizer.step, ...)."""
+    for f in reversed(frames):
+        for name, rx in _PHASES:
+            if rx.search(f.func) or (name == "optimizer step" and "/optim/" in f.file):
+                return name
+        for name, rx in _PHASES:
+            if f.code and rx.search(f.code):
+                return name
+    return None
+
+
+def symptoms(events: list[Event], root: Event | None, same: list[Event], patterns) -> list[Symptom]:
+    skip = {id(root), *(id(e) for e in same)}
+    groups: dict[str, list[Event]] = {}
+    for e in events:
+        if id(e) in skip or (root is not None and e.pattern == root.pattern):
+            continue  # the root failure echoed (e.g. in torchrun's summary) is not a symptom of itself
+        groups.setdefault(e.pattern, []).append(e)
+    out = []
+    for pid, evs in groups.items():
+        evs.sort(key=lambda e: e.order)
+        times = [e.time for e in evs if e.time]
+        out.append(
+            Symptom(
+                category=evs[0].category, pattern=pid, title=patterns[pid].title, message=evs[0].message,
+                ranks=sorted({e.rank for e in evs if e.rank is not None}), count=len(evs),
+                first_time=min(times) if times else None, evidence=evs[0].evidence,
+            )
+        )
+    out.sort(key=lambda s: (s.first_time is None, s.first_time or datetime.min, -s.count))
+    return out
+
+
+def rank_summaries(df: pl.DataFrame, events: list[Event], ctx: JobContext) -> list[RankSummary]:
+    per = (
+        df.filter(pl.col("rank").is_not_null())
+        .group_by("rank")
+        .agg(pl.col("host").drop_nulls().first(), pl.col("time").max().alias("last_time"))
+        .sort("rank")
+    )
+    out = {r: RankSummary(rank=r, host=h or ctx.rank_host.get(r), last_time=t) for r, h, t in per.iter_rows()}
+    for e in sorted(events, key=lambda e: e.order):
+        if e.rank is None or e.role == "context":
+            continue
+        rs = out.setdefault(e.rank, RankSummary(rank=e.rank, host=e.host or ctx.rank_host.get(e.rank)))
+        if rs.category is None:
+            rs.category = e.category
+            rs.first_error_time = e.time
+    return [out[k] for k in sorted(out)]

@@ -1,0 +1,71 @@
+"""The shapes of log lines that are structure rather than failure patterns: launcher prefixes,
+timestamps, traceback layout.  All are Rust-regex compatible (no lookaround) so polars runs them.
+Failure messages themselves live in ``patterns/*.toml``."""
+
+# Launcher prefixes, outermost first, each optional; they may stack on one physical line:
+#   Ray/vLLM `(WorkerDict pid=1) `, benchmark runners `bench.node [stderr] `, srun --label ` 3: `,
+#   mpirun --tag-output `[1,3]<stderr>:`, torchrun --tee `[default3]:`, PyTorch `[rank3]:`.
+PREFIX = (
+    r"(?P<pfx>"
+    r"(?:\((?:\w+) pid=\d+(?:, ip=[\d.]+)?\) )?"
+    r"(?:(?P<runner>[\w.-]+) \[(?:stdout|stderr)\] )?"
+    r"(?:P\d+ )?(?:[ ]*(?P<task>\d+): )?"
+    r"(?:\[\d+,(?P<mpi>\d+)\]<(?:stdout|stderr)>:[ ]?)?"
+    r"(?:\[(?P<t1>[A-Za-z_]+)(?P<n1>\d+)\]:[ ]?)?"
+    r"(?:\[(?P<t2>[A-Za-z_]+)(?P<n2>\d+)\]:[ ]?)?"
+    r")"
+)
+# The same without names, for the all-lines prefilter.
+PREFIX_PLAIN = (
+    r"(?:\(\w+ pid=\d+(?:, ip=[\d.]+)?\) )?(?:[\w.-]+ \[(?:stdout|stderr)\] )?(?:P\d+ )?(?:[ ]*\d+: )?"
+    r"(?:\[\d+,\d+\]<(?:stdout|stderr)>:[ ]?)?(?:\[[A-Za-z_]+\d+\]:[ ]?){0,2}"
+)
+
+# Traceback structure, matched on the message (prefix removed).
+TB_HEADER = r"^\s*(?:[|+]\s*)*(?:\+ )?(?:Exception Group )?Traceback \(most recent call last\):"
+FRAME = r'^\s*(?:\|\s*)*File "(?P<file>[^"]*)", line (?P<line>\d+),? in (?P<func>.*)$'
+FAULT_HEADER = r"^(?:Current thread|Thread) 0x[0-9a-f]+ .*\(most recent call first\):"
+CHAIN = r"^\s*(?:\|\s*)*(?:The above exception was the direct cause|During handling of the above exception)"
+EXC_LINE = r"^(?:[A-Za-z_][\w.]*)(?::\s|:$|$)"
+GROUP_MARGIN = r"^\s*(?:\|\s?|\+[-+]*(?: \d+ |-+| \.\.\. )?[-+]*\s*)+"
+
+# Lines worth keeping besides pattern hits, anchored after the prefix so non-matching lines fail fast.
+KEEP_ANCHORED = (
+    r"^" + PREFIX_PLAIN + r"(?:"
+    r"\s*(?:[|+]\s*)*(?:\+ )?(?:Exception Group )?Traceback \(most recent"
+    r"|\s*(?:\|\s*)*File \""
+    r"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Group|Warning)\b"
+    r"|Fatal Python error|Current thread 0x|Thread 0x"
+    r"|\s?\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d"
+    r"|\[?[IWEFCV]\d{3,4} \d\d:\d\d:\d\d"
+    r"|\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: "
+    r"|  \S+ \.{3,} "
+    r")"
+)
+# Lines in a traceback's neighbourhood are kept too (source lines, message continuations).
+KEEP_STRUCT = r"^" + PREFIX_PLAIN + r"(?:\s*(?:\|\s*)*File \"|[A-Za-z_][\w.]*(?::\s|:$|$)|\s*(?:[|+]\s*)*Traceback \()"
+KEEP_LITERAL = [
+    r"datetime: \d{4}-",
+    r"using world size:",
+    r"Root Cause \(first observed failure\)",
+    r"The above exception was the direct cause",
+    r"During handling of the above exception",
+    r"memory \(MB\) \|",
+    r"Rendezvous complete for workers",
+    r"group_rank=\d",
+    r"global_ranks=\[",
+    r"Init COMPLETE",
+    r"CUDA_DEVICE_MAX_CONNECTIONS",
+    r"iteration\s+\d+/\s*\d+ \|",
+    r"CANCELLED AT \d{4}-",
+]
+
+# Timestamps, on the message.  Each family gives year (maybe), month, day, hour, minute, second, fraction.
+TS_ISO = r"^\s*\[?(?P<Y>\d{4})-(?P<M>\d\d)-(?P<D>\d\d)[ T_](?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,9}))?"
+TS_GLOG = r"^\[?[IWEFCV](?P<MD>\d{3,4}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)"
+TS_LABELLED = r"(?:datetime: |CANCELLED AT |time\s*: )(?P<Y>\d{4})-(?P<M>\d\d)-(?P<D>\d\d)[ T_](?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,9}))?"
+
+# NCCL debug lines: `[ts]host:pid:tid [dev] ...`
+NCCL_ORIGIN = r"^(?:\[[^\]]*\] ?)?(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]"
+# `[Rank 3]` / `[PG 0 (default_pg) Rank 3]` / `[PG ID 0 PG GUID 0(default_pg) Rank 3]` inside c10d text
+PG_RANK = r"\[(?:PG (?:ID )?(?P<pg>\d+)[^\]]*?)?Rank (?P<rank>\d+)\]"

@@ -1,0 +1,181 @@
+"""Failure patterns: plain data in ``patterns/*.toml``, loaded, validated and compiled here.
+
+A pattern file names one category and holds ``[[pattern]]`` tables::
+
+    category = "oom"
+
+    [[pattern]]
+    id = "oom.cuda_allocator"
+    role = "root"                # root | symptom | context
+    priority = 80                # higher wins when several patterns match one line
+    regex = '''CUDA out of memory\\. Tried to allocate'''
+    title = "CUDA out of memory"
+    why = "..."
+    remediation = ["...", "..."]
+    examples = ["<a real line that must match>"]
+    near_misses = ["<a line that must not match>"]
+
+Every regex must compile in polars' (Rust, linear-time) engine: that is what runs over the
+logs.  The Python ``regex`` module is only used for named groups on the few matched lines.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import regex
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CATEGORIES = (
+    "oom", "shape", "import", "nccl", "cuda", "host_oom", "slurm",
+    "config", "data", "nan", "python", "unknown",
+)
+ROLES = ("root", "symptom", "context")
+REQUIRED = ("id", "role", "regex", "title", "why", "remediation", "examples")
+
+
+class PatternError(ValueError):
+    """A pattern file is broken; the message names the file, the pattern and the reason."""
+
+
+@dataclass(frozen=True)
+class Pattern:
+    id: str
+    category: str
+    role: str
+    regex: str
+    title: str
+    why: str
+    remediation: tuple[str, ...]
+    examples: tuple[str, ...]
+    near_misses: tuple[str, ...] = ()
+    priority: int = 50
+    source: str = ""
+    compiled: "regex.Pattern" = field(default=None, repr=False, compare=False)
+
+    def search(self, text: str):
+        return self.compiled.search(text, timeout=1.0)
+
+
+def builtin_dir() -> Path:
+    """The bundled pattern folder: ``patterns/`` in a checkout, ``diagnose/patterns`` when installed."""
+    here = Path(__file__).resolve().parent
+    for cand in (here.parent / "patterns", here / "patterns"):
+        if cand.is_dir() and any(cand.glob("*.toml")):
+            return cand
+    from importlib.resources import files
+
+    return Path(str(files("diagnose.patterns")))
+
+
+def _check_rust_regex(rx: str) -> str | None:
+    """Return None if polars (Rust regex) accepts rx, else the engine's complaint."""
+    import polars as pl
+
+    try:
+        pl.Series([""], dtype=pl.String).str.contains(rx)
+    except Exception as exc:  # polars raises ComputeError with the regex crate's message
+        return str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+    return None
+
+
+def load_file(path: Path) -> list[Pattern]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PatternError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PatternError(f"{path}: not valid TOML: {exc}") from None
+    category = data.get("category")
+    if category not in CATEGORIES:
+        raise PatternError(f"{path}: category {category!r} is not one of {', '.join(CATEGORIES)}")
+    out = []
+    for i, raw in enumerate(data.get("pattern", [])):
+        pid = raw.get("id", f"#{i + 1}")
+        where = f"{path}: pattern {pid}"
+        missing = [k for k in REQUIRED if not raw.get(k)]
+        if missing:
+            raise PatternError(f"{where}: missing {', '.join(missing)}")
+        unknown = set(raw) - set(REQUIRED) - {"near_misses", "priority", "category"}
+        if unknown:
+            raise PatternError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+        if raw["role"] not in ROLES:
+            raise PatternError(f"{where}: role {raw['role']!r} is not one of {', '.join(ROLES)}")
+        cat = raw.get("category", category)
+        if cat not in CATEGORIES:
+            raise PatternError(f"{where}: category {cat!r} is not one of {', '.join(CATEGORIES)}")
+        if isinstance(raw["remediation"], str) or isinstance(raw["examples"], str):
+            raise PatternError(f"{where}: remediation and examples must be lists of strings")
+        if raw["regex"].lstrip("(?i)").startswith("^"):
+            raise PatternError(f"{where}: regex must not be anchored with ^ (it runs on raw lines and on messages)")
+        problem = _check_rust_regex(raw["regex"])
+        if problem:
+            raise PatternError(f"{where}: regex does not compile in the Rust engine: {problem}")
+        try:
+            compiled = regex.compile(raw["regex"])
+        except regex.error as exc:
+            raise PatternError(f"{where}: regex does not compile: {exc}") from None
+        out.append(
+            Pattern(
+                id=pid, category=cat, role=raw["role"], regex=raw["regex"],
+                title=raw["title"], why=" ".join(raw["why"].split()),
+                remediation=tuple(raw["remediation"]), examples=tuple(raw["examples"]),
+                near_misses=tuple(raw.get("near_misses", ())),
+                priority=int(raw.get("priority", 50)), source=str(path), compiled=compiled,
+            )
+        )
+    return out
+
+
+def load(dirs: tuple[Path, ...] = ()) -> tuple[Pattern, ...]:
+    """Built-in patterns, then each user folder in order; a later pattern with an id replaces it."""
+    folders = [builtin_dir(), *_env_dirs(), *map(Path, dirs)]
+    return _load(tuple(str(d) for d in folders))
+
+
+def _env_dirs() -> list[Path]:
+    env = os.environ.get("MDIAG_PATTERNS", "")
+    return [Path(p) for p in env.split(os.pathsep) if p]
+
+
+@lru_cache(maxsize=8)
+def _load(folders: tuple[str, ...]) -> tuple[Pattern, ...]:
+    by_id: dict[str, Pattern] = {}
+    for folder in folders:
+        d = Path(folder)
+        if not d.is_dir():
+            raise PatternError(f"{d}: pattern folder not found")
+        for path in sorted(d.glob("*.toml")):
+            for p in load_file(path):
+                by_id[p.id] = p
+    return tuple(by_id.values())
+
+
+def best(patterns, ids) -> Pattern | None:
+    """Of the patterns whose ids are given, the one with the highest priority (then file order)."""
+    cands = [p for p in patterns if p.id in ids]
+    return max(cands, key=lambda p: p.priority) if cands else None
+
+
+def check_examples(patterns) -> list[str]:
+    """Every example must match its pattern and no near-miss may, in both engines; returns the failures."""
+    import polars as pl
+
+    problems = []
+    for p in patterns:
+        lines = list(p.examples) + list(p.near_misses)
+        rust = pl.Series(lines, dtype=pl.String).str.contains(p.regex).to_list()
+        for i, ex in enumerate(p.examples):
+            if not (rust[i] and p.search(ex)):
+                problems.append(f"{p.source}: {p.id}: example does not match: {ex!r}")
+        for j, nm in enumerate(p.near_misses):
+            if rust[len(p.examples) + j] or p.search(nm):
+                problems.append(f"{p.source}: {p.id}: near-miss matches: {nm!r}")
+    return problems

@@ -1,0 +1,80 @@
+"""Timeline builder: parse the timestamps logs really carry and put every kept line on one clock.
+
+A line without a timestamp takes the latest earlier timestamp of its own stream (same file, same
+prefix) for reporting; for ordering it takes the latest earlier timestamp of its file, and file order
+breaks ties.  glog/c10 headers carry no year: it comes from the job's other timestamps, else the
+file's modification time.  Their 9-digit fraction is a monotonic clock, so it is dropped.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+
+import polars as pl
+
+from . import grammar
+from .model import Source
+
+
+def _parts(expr: pl.Expr, rx: str) -> pl.Expr:
+    return expr.str.extract_groups(rx)
+
+
+def add_times(df: pl.DataFrame, sources: list[Source]) -> tuple[pl.DataFrame, int | None]:
+    msg = pl.col("msg")
+    df = df.with_columns(
+        _iso=_parts(msg, grammar.TS_ISO), _glog=_parts(msg, grammar.TS_GLOG), _lab=_parts(msg, grammar.TS_LABELLED)
+    )
+    i, g, lab = (pl.col(c) for c in ("_iso", "_glog", "_lab"))
+    md = g.struct.field("MD")
+    df = df.with_columns(
+        _Y=pl.coalesce(i.struct.field("Y"), lab.struct.field("Y")).cast(pl.Int32, strict=False),
+        _M=pl.coalesce(i.struct.field("M"), lab.struct.field("M"), md.str.slice(0, md.str.len_chars() - 2)).cast(
+            pl.Int32, strict=False
+        ),
+        _D=pl.coalesce(i.struct.field("D"), lab.struct.field("D"), md.str.slice(-2)).cast(pl.Int32, strict=False),
+        _h=pl.coalesce(i.struct.field("h"), g.struct.field("h"), lab.struct.field("h")).cast(pl.Int32, strict=False),
+        _mi=pl.coalesce(i.struct.field("m"), g.struct.field("m"), lab.struct.field("m")).cast(pl.Int32, strict=False),
+        _s=pl.coalesce(i.struct.field("s"), g.struct.field("s"), lab.struct.field("s")).cast(pl.Int32, strict=False),
+        _f=pl.coalesce(i.struct.field("f"), lab.struct.field("f")).str.pad_end(6, "0").str.slice(0, 6).cast(
+            pl.Int32, strict=False
+        ),
+    ).drop("_iso", "_glog", "_lab")
+    year = _infer_year(df, sources)
+    valid = (
+        pl.col("_M").is_between(1, 12)
+        & pl.col("_D").is_between(1, 31)
+        & pl.col("_h").is_between(0, 23)
+        & pl.col("_mi").is_between(0, 59)
+        & pl.col("_s").is_between(0, 60)
+    )
+    df = df.with_columns(
+        ts=pl.when(valid & (pl.col("_Y").is_not_null() | pl.lit(year is not None))).then(
+            pl.datetime(
+                pl.col("_Y").fill_null(year if year is not None else 1970),
+                pl.col("_M"),
+                pl.col("_D"),
+                pl.col("_h"),
+                pl.col("_mi"),
+                pl.col("_s").clip(0, 59),
+                pl.col("_f").fill_null(0),
+            )
+        )
+    ).drop("_Y", "_M", "_D", "_h", "_mi", "_s", "_f")
+    df = df.sort("src", "lineno").with_columns(
+        time=pl.col("ts").forward_fill().over("stream"),
+        order_time=pl.col("ts").forward_fill().over("src"),
+    )
+    return df, year
+
+
+def _infer_year(df: pl.DataFrame, sources: list[Source]) -> int | None:
+    years = df.get_column("_Y").drop_nulls()
+    if len(years):
+        return Counter(years.to_list()).most_common(1)[0][0]
+    for s in sources:
+        try:
+            return datetime.fromtimestamp(s.path.stat().st_mtime).year
+        except OSError:
+            continue
+    return None

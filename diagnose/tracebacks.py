@@ -1,0 +1,119 @@
+"""Assemble Python tracebacks per stream, even when ranks' lines interleave in one merged file.
+
+The per-line flags are polars expressions; the assembly walks only the kept lines of each stream,
+which are few.  A traceback may lack its header (cut off above) or its exception (cut off below);
+chained exceptions ("The above exception was the direct cause…", "During handling…") and exception
+groups become one chain of blocks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+import regex
+
+from . import grammar
+from .model import Frame, TracebackBlock
+
+_MARGIN = regex.compile(grammar.GROUP_MARGIN)
+_FRAME = regex.compile(grammar.FRAME)
+MAX_CONTINUATION = 30
+
+
+@dataclass
+class Chain:
+    """Tracebacks printed as one chain by one stream; blocks[0] is printed first (the innermost cause)."""
+
+    stream: str
+    src: int
+    blocks: list[TracebackBlock] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)  # the kept rows of the exception lines and continuations
+
+    @property
+    def start(self) -> int:
+        return self.blocks[0].start
+
+
+def flags(df: pl.DataFrame) -> pl.DataFrame:
+    m = pl.col("msg")
+    body = m.str.replace(grammar.GROUP_MARGIN, "")
+    return df.with_columns(
+        is_header=m.str.contains(grammar.TB_HEADER) | m.str.contains(grammar.FAULT_HEADER),
+        is_frame=m.str.contains(grammar.FRAME) | m.str.contains(r'^\s*File "[^"]*", line \d+ in '),
+        is_chain=m.str.contains(grammar.CHAIN),
+        is_exc=body.str.contains(grammar.EXC_LINE) & (~m.str.contains(r"^\s{2,}") | m.str.contains(r"^\s*[|+]")),
+        indent=m.str.len_chars() - m.str.strip_chars_start(" ").str.len_chars(),
+        blank=m.str.strip_chars().str.len_chars() == 0,
+    )
+
+
+def assemble(df: pl.DataFrame, multi_stream_srcs: set[int]) -> list[Chain]:
+    chains: list[Chain] = []
+    cols = ["src", "lineno", "msg", "stream", "is_header", "is_frame", "is_chain", "is_exc", "indent", "blank", "ts",
+            "time", "order_time", "pid", "rank", "local_rank", "host"]
+    for (stream,), part in df.select(cols).group_by(["stream"], maintain_order=True):
+        _walk(stream, part.sort("lineno").iter_rows(named=True), multi_stream_srcs, chains)
+    chains.sort(key=lambda c: (c.src, c.start))
+    return chains
+
+
+def _walk(stream, rows, multi_stream_srcs, chains):
+    chain: Chain | None = None
+    block: TracebackBlock | None = None
+    state = "none"  # none | frames | exc
+    prev_line = None
+    linked = False  # a chain marker was seen after the last exception
+    for r in rows:
+        gap_ok = prev_line is None or r["lineno"] - prev_line <= (64 if r["src"] in multi_stream_srcs else 1)
+        text = r["msg"]
+        if r["is_header"] or (r["is_frame"] and state in ("none", "exc")):
+            nested = r["is_header"] and text.lstrip().startswith(("|", "+"))  # inside an exception group
+            if chain is None or not (linked or nested):
+                chain = Chain(stream=stream, src=r["src"])
+                chains.append(chain)
+            block = TracebackBlock(start=r["lineno"], truncated=not r["is_header"])
+            chain.blocks.append(block)
+            state, linked = "frames", False
+            block.text.append(text)
+            if r["is_frame"]:
+                _add_frame(block, text)
+        elif state == "frames":
+            if r["is_frame"]:
+                _add_frame(block, text)
+                block.text.append(text)
+            elif r["indent"] >= 4 and not r["is_exc"]:
+                if block.frames and block.frames[-1].code is None:
+                    block.frames[-1].code = text.strip()
+                block.text.append(text)
+            elif r["is_chain"]:
+                linked = True
+            elif r["is_exc"] and not r["blank"]:
+                body = _MARGIN.sub("", text)
+                block.exception, block.exception_line = body.strip(), r["lineno"]
+                block.text.append(text)
+                chain.rows.append(r)
+                state = "exc"
+            elif not gap_ok:
+                state = "none"
+        elif state == "exc":
+            if r["is_chain"]:
+                linked = True
+            elif not linked and gap_ok and not r["blank"] and r["ts"] is None and len(block.continuation) < MAX_CONTINUATION:
+                block.continuation.append((r["lineno"], text.rstrip()))
+                block.text.append(text)
+                chain.rows.append(r)
+            elif r["blank"] and not linked:
+                pass
+            elif not linked:
+                state = "none"
+        prev_line = r["lineno"]
+    for c in chains:
+        for b in c.blocks:
+            if b.exception is None:
+                b.truncated = True
+
+
+def _add_frame(block: TracebackBlock, text: str) -> None:
+    m = _FRAME.search(text) or regex.search(r'File "(?P<file>[^"]*)", line (?P<line>\d+) in (?P<func>.*)$', text)
+    if m:
+        block.frames.append(Frame(file=m["file"], line=int(m["line"]), func=m["func"].strip()))

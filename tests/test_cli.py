@@ -1,0 +1,70 @@
+"""The command line through click's CliRunner: output, JSON contract, exit codes, bad input."""
+import json
+
+from click.testing import CliRunner
+
+from diagnose.cli import main
+
+from .conftest import SAMPLES
+
+OOM = SAMPLES / "megatron-1234.err"
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_report_names_root_cause_and_evidence():
+    res = run(OOM)
+    assert res.exit_code == 1
+    out = res.output
+    assert "OOM" in out and "rank 3" in out and "megatron-1234.err:" in out
+    assert "What to do" in out and "Downstream symptoms" in out
+
+
+def test_json_is_one_object_that_validates(validate):
+    res = run("--json", OOM)
+    assert res.exit_code == 1
+    doc = validate(json.loads(res.stdout))
+    assert doc["status"] == "failed" and doc["root_cause"]["category"] == "oom"
+    assert doc["root_cause"]["evidence"]["file"].endswith("megatron-1234.err")
+
+
+def test_clean_run_exits_zero(validate):
+    res = run("--json", SAMPLES / "clean-run.log")
+    assert res.exit_code == 0
+    assert validate(json.loads(res.stdout))["root_cause"] is None
+
+
+def test_missing_path_is_one_line_exit_2(tmp_path):
+    res = run(tmp_path / "nope.err")
+    assert res.exit_code == 2
+    assert res.output.count("\n") == 1 and "no such file" in res.output and "Traceback" not in res.output
+
+
+def test_empty_folder_is_exit_2(tmp_path):
+    res = run(tmp_path)
+    assert res.exit_code == 2 and "no log files" in res.output
+
+
+def test_empty_file_is_no_failure(tmp_path):
+    (tmp_path / "e.log").write_text("")
+    assert run(tmp_path / "e.log").exit_code == 0
+
+
+def test_help_teaches():
+    res = run("--help")
+    assert res.exit_code == 0
+    assert "mdiag logs/" in res.output and "Exit status" in res.output
+
+
+def test_log_text_cannot_drive_the_terminal(tmp_path):
+    (tmp_path / "evil.log").write_text(
+        "Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in f\n'
+        "    g()\n"
+        "RuntimeError: [bold red]boom[/] \x1b]52;c;ZXZpbA==\x07 \x1b[2J done\n"
+    )
+    res = run(tmp_path / "evil.log")
+    assert "\x1b]52" not in res.output and "\x1b[2J" not in res.output
+    assert "[bold red]boom[/]" in res.output

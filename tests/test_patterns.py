@@ -1,0 +1,64 @@
+"""Every pattern proves itself: examples match, near-misses don't, in both regex engines."""
+import pytest
+
+from diagnose import patterns
+from diagnose.patterns import CATEGORIES, PatternError, check_examples, load, load_file
+
+
+def test_builtin_patterns_load_and_prove_their_examples():
+    pats = load()
+    assert len(pats) >= 40
+    assert check_examples(pats) == []
+
+
+def test_every_pattern_has_examples_and_near_misses_and_advice():
+    for p in load():
+        assert p.examples, p.id
+        assert p.remediation and p.why and p.title, p.id
+        assert p.id.split(".")[0] in (p.category, "launcher"), p.id
+
+
+def test_core_categories_present():
+    cats = {p.category for p in load()}
+    for c in ("oom", "shape", "import", "nccl", "cuda", "host_oom", "slurm", "config", "data", "nan", "python"):
+        assert c in cats
+    assert cats <= set(CATEGORIES)
+
+
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        ('id = "x.a"\nrole = "root"\nregex = "(?<=a)b"\ntitle = "t"\nwhy = "w"\nremediation = ["r"]\nexamples = ["ab"]', "Rust engine"),
+        ('id = "x.a"\nrole = "cause"\nregex = "a"\ntitle = "t"\nwhy = "w"\nremediation = ["r"]\nexamples = ["a"]', "role"),
+        ('id = "x.a"\nrole = "root"\nregex = "a"\ntitle = "t"\nwhy = "w"\nremediation = ["r"]', "missing examples"),
+        ('id = "x.a"\nrole = "root"\nregex = "^a"\ntitle = "t"\nwhy = "w"\nremediation = ["r"]\nexamples = ["a"]', "anchored"),
+    ],
+)
+def test_broken_pattern_file_names_file_pattern_and_reason(tmp_path, body, reason):
+    f = tmp_path / "bad.toml"
+    f.write_text('category = "python"\n[[pattern]]\n' + body + "\n")
+    with pytest.raises(PatternError) as err:
+        load_file(f)
+    msg = str(err.value)
+    assert "bad.toml" in msg and "x.a" in msg and reason.split()[0] in msg
+
+
+def test_failing_example_is_reported(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text(
+        'category = "python"\n[[pattern]]\nid = "python.x"\nrole = "root"\nregex = "needle"\ntitle = "t"\n'
+        'why = "w"\nremediation = ["r"]\nexamples = ["hay"]\nnear_misses = ["needle here"]\n'
+    )
+    problems = check_examples(load_file(f))
+    assert len(problems) == 2 and "python.x" in problems[0]
+
+
+def test_user_pattern_replaces_builtin_by_id(tmp_path):
+    (tmp_path / "mine.toml").write_text(
+        'category = "oom"\n[[pattern]]\nid = "oom.cuda_allocator"\nrole = "root"\npriority = 90\n'
+        'regex = "CUDA out of memory"\ntitle = "Our OOM"\nwhy = "w"\nremediation = ["call the on-call"]\n'
+        'examples = ["CUDA out of memory"]\n'
+    )
+    pats = {p.id: p for p in load((tmp_path,))}
+    assert pats["oom.cuda_allocator"].title == "Our OOM"
+    assert patterns.builtin_dir().is_dir()

@@ -1,0 +1,238 @@
+"""The pipeline through the library API, on small logs in the shapes real launchers print."""
+import json
+
+from diagnose import diagnose
+
+OOM_TB = """\
+[rank{r}]: Traceback (most recent call last):
+[rank{r}]:   File "/workspace/Megatron-LM/pretrain_gpt.py", line 357, in <module>
+[rank{r}]:     main()
+[rank{r}]:   File "/workspace/Megatron-LM/megatron/core/pipeline_parallel/schedules.py", line 410, in backward_step
+[rank{r}]:     torch.autograd.backward(output_tensor[0], grad_tensors=output_tensor_grad[0])
+[rank{r}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU {r} has a total capacity of 79.11 GiB of which 1.02 GiB is free.
+"""
+
+TIMEOUT = (
+    "[rank{r}]:[E1202 10:41:{s:02d}.123456789 ProcessGroupNCCL.cpp:629] [Rank {r}] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=42, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds "
+    "before timing out.\n"
+)
+
+
+def test_oom_is_named_with_rank_phase_and_evidence(write):
+    log = write(
+        "megatron-1.err",
+        " [2026-12-02 10:31:13] iteration        1/     100 | consumed samples:           16 |\n"
+        + OOM_TB.format(r=3)
+        + "".join(TIMEOUT.format(r=r, s=10 + r) for r in (0, 1, 2)),
+    )
+    d = diagnose([log])
+    r = d.root_cause
+    assert d.status == "failed"
+    assert (r.category, r.rank, r.pattern) == ("oom", 3, "oom.cuda_allocator")
+    assert r.message.startswith("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert (r.evidence.file.endswith("megatron-1.err"), r.evidence.line) == (True, 7)
+    assert r.details["phase"] == "backward"
+    assert [f.func for f in r.frames] == ["<module>", "backward_step"]
+    watchdog = [s for s in d.symptoms if s.pattern == "nccl.watchdog_timeout"][0]
+    assert watchdog.ranks == [0, 1, 2] and watchdog.count == 3
+
+
+def test_root_is_earliest_not_last_nor_most_frequent(write):
+    shape = (
+        "[rank5]: Traceback (most recent call last):\n"
+        '[rank5]:   File "/w/train.py", line 10, in forward\n'
+        "[rank5]:     y = x @ w\n"
+        "[rank5]: RuntimeError: mat1 and mat2 shapes cannot be multiplied (8x64 and 32x64)\n"
+    )
+    comm = (
+        "[rank{r}]: Traceback (most recent call last):\n"
+        '[rank{r}]:   File "/w/train.py", line 20, in step\n'
+        "[rank{r}]:     dist.all_reduce(t)\n"
+        "[rank{r}]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
+        "remote process exited or there was a network error, NCCL version 2.21.5\n"
+    )
+    later_python = (
+        "[rank6]: Traceback (most recent call last):\n"
+        '[rank6]:   File "/w/train.py", line 30, in cleanup\n'
+        "[rank6]:     os.remove(p)\n"
+        "[rank6]: KeyError: 'b'\n"
+    )
+    log = write("job.err", "".join(comm.format(r=r) for r in (0, 1)) + shape + "".join(comm.format(r=r) for r in range(2, 5)) + later_python)
+    r = diagnose([log]).root_cause
+    assert (r.category, r.rank) == ("shape", 5)
+    assert "mat1 and mat2" in r.message
+
+
+def test_interleaved_ranks_in_one_merged_file(write):
+    a = OOM_TB.format(r=1).splitlines()
+    b = [ln.replace("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", "ValueError: bad value")
+         for ln in OOM_TB.format(r=2).splitlines()]
+    mixed = [x for pair in zip(b, a) for x in pair]  # rank 2's lines first, line by line
+    d = diagnose([write("mixed.log", "\n".join(mixed) + "\n")])
+    r = d.root_cause
+    assert r.rank == 2 and r.category == "python" and r.message.startswith("ValueError: bad value")
+    assert len(r.frames) == 2
+
+
+def test_srun_label_is_the_rank_when_no_torch_prefix(write):
+    log = write(
+        "slurm-77.out",
+        "0: Traceback (most recent call last):\n"
+        '0:   File "/fsx/train.py", line 92, in train\n'
+        "0:     optimizer.step()\n"
+        "1: step 10 loss 3.2\n"
+        "0: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 79 GiB\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.rank) == ("oom", 0)
+    assert r.details["phase"] == "optimizer step"
+
+
+def test_tee_prefix_gives_local_rank_only(write):
+    log = write(
+        "tee.log",
+        "[default1]:Traceback (most recent call last):\n"
+        '[default1]:  File "/w/pretrain.py", line 5, in <module>\n'
+        "[default1]:    import transformer_engine\n"
+        "[default1]:ModuleNotFoundError: No module named 'transformer_engine'\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.rank, r.local_rank) == ("import", None, 1)
+
+
+def test_chained_exceptions_are_one_root(write):
+    log = write(
+        "chain.log",
+        "Traceback (most recent call last):\n"
+        '  File "/w/data.py", line 3, in load\n'
+        "    open(path)\n"
+        "FileNotFoundError: [Errno 2] No such file or directory: '/data/gpt_text_document.idx'\n"
+        "\n"
+        "The above exception was the direct cause of the following exception:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/w/train.py", line 9, in <module>\n'
+        "    build()\n"
+        "RuntimeError: could not build dataset\n",
+    )
+    d = diagnose([log])
+    r = d.root_cause
+    assert r.category == "data"
+    assert "gpt_text_document.idx" in r.message
+    assert "RuntimeError: could not build dataset" in r.traceback
+    assert [s for s in d.symptoms if s.category == "python"] == []
+
+
+def test_truncated_traceback_at_end_of_file(write):
+    log = write(
+        "cut.log",
+        "[rank0]:   File \"/w/layers.py\", line 91, in apply_rotary_pos_emb\n"
+        "[rank0]:     q_embed = (q * cos) + (rotate_half(q) * sin)\n"
+        "[rank0]: RuntimeError: The size of tensor a (120) must match the size of tensor b (119) at non-singleton dimension 2\n"
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/w/train.py", line 1, in <mod',
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.rank) == ("shape", 0)
+    assert r.frames[0].func == "apply_rotary_pos_emb"
+
+
+def test_nccl_only_failure_says_so_and_names_the_silent_rank(write):
+    log = write(
+        "hang.log",
+        "using world size: 4, data-parallel size: 4, context-parallel size: 1, tensor-model-parallel size: 1, pipeline-model-parallel size: 1 \n"
+        + "".join(TIMEOUT.format(r=r, s=r) for r in (0, 2, 3)),
+    )
+    r = diagnose([log]).root_cause
+    assert r.category == "nccl" and r.pattern == "nccl.watchdog_timeout"
+    assert r.rank == 1 and r.details["lagging_rank"] == 1 and r.details["timed_out_ranks"] == [0, 2, 3]
+    assert any("MASTER_ADDR" in x or "same command" in x for x in r.remediation)
+
+
+def test_nccl_timeout_without_a_silent_rank_names_no_rank(write):
+    log = write("t.log", "".join(TIMEOUT.format(r=r, s=r) for r in (0, 1)))
+    r = diagnose([log]).root_cause
+    assert r.category == "nccl" and r.rank is None and r.details["reported_by_rank"] == 0
+
+
+def test_clean_run_is_no_failure(write):
+    log = write(
+        "ok.log",
+        " [2026-12-02 10:31:13] iteration        1/       2 | consumed samples:           16 | lm loss: 6.39E+00 | number of nan iterations:   0 |\n"
+        "[after training is done] datetime: 2026-12-02 10:31:20 \n",
+    )
+    d = diagnose([log])
+    assert d.status == "no_failure_found" and d.root_cause is None
+
+
+def test_per_rank_files_and_time_order_across_files(write, tmp_path):
+    write("logs/job-rank0.err", "2026-12-02 10:00:05,000 INFO step 1\n" + TIMEOUT.format(r=0, s=30).replace("E1202", "E1202"))
+    write(
+        "logs/job-rank1.err",
+        "2026-12-02 10:40:01,500 INFO step 9\n"
+        "Traceback (most recent call last):\n"
+        '  File "/w/train.py", line 1, in step\n'
+        "    loss.backward()\n"
+        "AssertionError: num_layers should be divisible by pipeline_model_parallel_size\n",
+    )
+    d = diagnose([tmp_path / "logs"])
+    r = d.root_cause
+    assert r.category == "shape" and r.evidence.file.endswith("job-rank1.err")
+    assert r.time.isoformat() == "2026-12-02T10:40:01.500000"
+    assert {s.layout for s in d.sources} == {"per-rank"}
+
+
+def test_torchrun_log_dir_tree_with_error_json(write, tmp_path):
+    base = "logs/torchrun/abc_1/attempt_0"
+    for lr in range(2):
+        write(f"{base}/{lr}/stdout.log", "step 1\n")
+        write(f"{base}/{lr}/stderr.log", "")
+    write(
+        f"{base}/1/stderr.log",
+        "Traceback (most recent call last):\n"
+        '  File "/w/pretrain.py", line 5, in <module>\n'
+        "    import transformer_engine\n"
+        "ModuleNotFoundError: No module named 'transformer_engine'\n",
+    )
+    err = {"message": {"message": "ModuleNotFoundError: No module named 'transformer_engine'",
+                       "extraInfo": {"py_callstack": "Traceback (most recent call last):\n  File \"/w/pretrain.py\", line 5, in <module>\n    import transformer_engine\nModuleNotFoundError: No module named 'transformer_engine'\n",
+                                     "timestamp": "1764671475"}}}
+    write(f"{base}/1/error.json", json.dumps(err))
+    write(
+        "logs/console.log",
+        "Root Cause (first observed failure):\n[0]:\n  time      : 2026-12-02_10:31:15\n  host      : gpu-node004\n"
+        "  rank      : 9 (local_rank: 1)\n  exitcode  : 1 (pid: 4242)\n  error_file: /x/error.json\n",
+    )
+    d = diagnose([tmp_path / "logs"])
+    r = d.root_cause
+    assert (r.category, r.rank, r.local_rank, r.host) == ("import", 9, 1, "gpu-node004")
+    layouts = {s.layout for s in d.sources}
+    assert {"torchrun-logdir", "error-json", "merged"} <= layouts
+
+
+def test_sigkill_without_traceback_is_host_oom(write):
+    log = write(
+        "k.log",
+        "W1202 10:32:39.100000 8990 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 8998 closing signal SIGTERM\n"
+        "E1202 10:32:39.335000 8990 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -9) local_rank: 2 (pid: 9000) of binary: /v/bin/python3\n",
+    )
+    r = diagnose([log]).root_cause
+    assert r.category == "host_oom" and r.rank is None and r.local_rank == 2
+
+
+def test_time_limit_is_slurm(write):
+    log = write("s.err", "slurmstepd: error: *** STEP 4226796.2 ON eos0117 CANCELLED AT 2025-12-03T14:53:02 DUE TO TIME LIMIT ***\n")
+    r = diagnose([log]).root_cause
+    assert r.category == "slurm" and r.time.isoformat() == "2025-12-03T14:53:02"
+
+
+def test_gz_and_odd_bytes(tmp_path):
+    import gzip
+
+    p = tmp_path / "x.log.gz"
+    with gzip.open(p, "wb") as fh:
+        fh.write(b"\xff\xfe junk\r\n[rank0]: Traceback (most recent call last):\r\n[rank0]:   File \"a.py\", line 1, in f\r\n"
+                 b"[rank0]:     g()\r\n[rank0]: ModuleNotFoundError: No module named 'apex'\r\n")
+    r = diagnose([p]).root_cause
+    assert (r.category, r.rank, r.evidence.line) == ("import", 0, 5)
