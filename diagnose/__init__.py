@@ -7,7 +7,11 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
-
-from .pipeline import diagnose  # noqa: E402
-
 __all__ = ["diagnose", "__version__"]
+
+
+def diagnose(paths, *args, **kwargs):
+    """Diagnose the logs at `paths` (files, folders, globs); see diagnose.pipeline.diagnose."""
+    from .pipeline import diagnose as _diagnose  # polars is imported only when there is work to do
+
+    return _diagnose(paths, *args, **kwargs)

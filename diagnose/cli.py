@@ -29,11 +29,33 @@ Exit status: 0 no failure found, 1 a failure was diagnosed, 2 usage or input err
 """
 
 
+# Subcommands live in their own modules and are imported only when used (keeps `mdiag` start-up fast).
+SUBCOMMANDS = {
+    "patterns": ("diagnose.cli_patterns", "patterns"),
+    "hook": ("diagnose.hook", "hook"),
+    "fleet": ("diagnose.fleet", "fleet"),
+}
+
+
 class _DefaultGroup(click.Group):
     """`mdiag PATHS...` runs the diagnosis; `mdiag patterns ...` etc. are subcommands."""
 
+    def list_commands(self, ctx):
+        return sorted(self.commands) + sorted(n for n in SUBCOMMANDS if n not in self.commands)
+
+    def get_command(self, ctx, name):
+        if name in SUBCOMMANDS and name not in self.commands:
+            import importlib
+
+            module, attr = SUBCOMMANDS[name]
+            try:
+                self.add_command(getattr(importlib.import_module(module), attr), name)
+            except (ImportError, AttributeError):
+                return None
+        return super().get_command(ctx, name)
+
     def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+        if args and args[0] not in self.commands and args[0] not in SUBCOMMANDS and args[0] not in ("--help", "-h", "--version"):
             args = ["run", *args]
         elif not args:
             args = ["run"]
