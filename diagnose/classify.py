@@ -197,7 +197,7 @@ def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, P
         details["occurrences"] = 1 + len(same)
     frames = [f for b in root.blocks for f in b.frames]
     text = [ln for b in root.blocks for ln in b.text]
-    phase = _phase(frames)
+    phase = _phase(frames) if rank == root.rank else None  # a straggler's phase is not the reporter's
     if phase:
         details["phase"] = phase
     if root.blocks and any(b.truncated for b in root.blocks):

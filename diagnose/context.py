@@ -19,11 +19,35 @@ _CF_EXIT = regex.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 
 ARG_KEYS = {
     "world_size": int, "tensor_model_parallel_size": int, "pipeline_model_parallel_size": int,
-    "virtual_pipeline_model_parallel_size": int, "context_parallel_size": int, "expert_model_parallel_size": int,
+    "virtual_pipeline_model_parallel_size": int, "num_layers_per_virtual_pipeline_stage": int,
+    "context_parallel_size": int, "expert_model_parallel_size": int, "expert_tensor_parallel_size": int,
     "data_parallel_size": int, "micro_batch_size": int, "global_batch_size": int, "seq_length": int,
-    "num_layers": int, "hidden_size": int, "num_attention_heads": int, "num_query_groups": int,
-    "sequence_parallel": str, "use_distributed_optimizer": str, "train_iters": int,
+    "max_position_embeddings": int, "num_layers": int, "hidden_size": int, "ffn_hidden_size": int,
+    "num_attention_heads": int, "num_query_groups": int, "group_query_attention": bool,
+    "num_experts": int, "sequence_parallel": bool, "use_distributed_optimizer": bool,
+    "use_torch_fsdp2": bool, "use_megatron_fsdp": bool, "use_custom_fsdp": bool,
+    "overlap_moe_expert_parallel_comm": bool, "bf16": bool, "fp16": bool, "fp8": str,
+    "params_dtype": str, "train_iters": int, "recompute_granularity": str, "distributed_backend": str,
+    "distributed_timeout_minutes": float,
 }
+_MEMORY = regex.compile(
+    r"\[Rank (?P<rank>\d+)\] \(after (?P<it>\d+) iterations\) memory \(MB\) \| allocated: (?P<a>[\d.]+) \| "
+    r"max allocated: (?P<ma>[\d.]+) \| reserved: (?P<r>[\d.]+) \| max reserved: (?P<mr>[\d.]+)"
+)
+_ITER = regex.compile(r"iteration\s+(?P<it>\d+)/\s*(?P<of>\d+) \|")
+_NAN_ITERS = regex.compile(r"number of nan iterations:\s+(?P<n>\d+)")
+_CDMC = regex.compile(r"CUDA_DEVICE_MAX_CONNECTIONS\s*[=:]\s*['\"]?(?P<v>\d+)")
+_GPU = regex.compile(r"NVIDIA (?P<gpu>(?:GB|[ABHLV])\d{2,3}\w*(?:[ -]\w+)?|A100[\w -]*|RTX \w+)")
+
+
+def _convert(conv, val: str):
+    if conv is bool:
+        if val in ("True", "False"):
+            return val == "True"
+        raise ValueError(val)
+    if val == "None":
+        return None
+    return conv(val)
 
 
 @dataclass
@@ -46,6 +70,12 @@ class ChildFailure:
 class JobContext:
     args: dict = field(default_factory=dict)
     parallel: dict = field(default_factory=dict)
+    arg_dumps: list[dict] = field(default_factory=list)  # one per printed arguments dump (per node)
+    memory: dict[int, dict] = field(default_factory=dict)  # rank → last Megatron memory report
+    iteration: dict = field(default_factory=dict)  # last iteration line: it, of, time, nan_iterations
+    cuda_device_max_connections: int | None = None
+    gpu: str | None = None
+    launcher: str | None = None
     failures: list[ChildFailure] = field(default_factory=list)
     local_to_global: dict[tuple[str | None, int], int] = field(default_factory=dict)
     rank_host: dict[int, str] = field(default_factory=dict)
@@ -64,29 +94,85 @@ class JobContext:
             return self.local_to_global.get((next(iter(hosts)), local_rank))
         return None
 
+    def value(self, key: str):
+        """A parallel size or argument, from the 'using world size' line first, then the arguments dump."""
+        v = self.parallel.get(key)
+        return v if v is not None else self.args.get(key)
+
     def to_dict(self) -> dict:
         out = {k: self.args[k] for k in ARG_KEYS if k in self.args}
         out.update(self.parallel)
+        if self.cuda_device_max_connections is not None:
+            out["cuda_device_max_connections"] = self.cuda_device_max_connections
+        if self.gpu:
+            out["gpu"] = self.gpu
+        if self.launcher:
+            out["launcher"] = self.launcher
+        if self.iteration:
+            out["last_iteration"] = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in self.iteration.items()}
+        if len(self.arg_dumps) > 1:
+            diff = _differing(self.arg_dumps)
+            if diff:
+                out["inconsistent_arguments"] = diff
         return out
+
+
+def _differing(dumps: list[dict]) -> dict:
+    """Arguments whose values differ between the dumps printed by different nodes."""
+    keys = set().union(*dumps) - {"rank", "local_rank"}
+    return {k: sorted({str(d.get(k)) for d in dumps}) for k in sorted(keys) if len({str(d.get(k)) for d in dumps}) > 1}
 
 
 def read_context(df: pl.DataFrame) -> JobContext:
     ctx = JobContext()
     msgs = df.filter(
-        pl.col("msg").str.contains(r"^  \S+ \.{3,} |using world size:|Root Cause \(first observed|^Failures:|^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: ")
-    ).select("src", "lineno", "msg", "ts")
+        pl.col("msg").str.contains(
+            r"^  \S+ \.{3,} |using world size:|Root Cause \(first observed|^Failures:|"
+            r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |arguments ---|memory \(MB\) \||"
+            r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd"
+        )
+        | pl.col("task").is_not_null()
+    ).select("src", "lineno", "msg", "ts", "time", "task")
     in_root = False
     cur: ChildFailure | None = None
-    for src, lineno, msg, ts in msgs.iter_rows():
+    dump: dict | None = None
+    launchers = set()
+    for src, lineno, msg, ts, time, task in msgs.iter_rows():
+        if task is not None:
+            launchers.add("srun")
+        if "-- arguments --" in msg or "--- arguments ---" in msg:
+            dump = {}
+            ctx.arg_dumps.append(dump)
+            continue
         if m := _ARG.match(msg):
             key, val = m.group(1), m.group(2)
+            if dump is not None:
+                dump[key] = val
             if key in ARG_KEYS and key not in ctx.args:
-                conv = ARG_KEYS[key]
                 try:
-                    ctx.args[key] = conv(val) if conv is int else val
+                    ctx.args[key] = _convert(ARG_KEYS[key], val)
                 except ValueError:
                     pass
             continue
+        if m := _MEMORY.search(msg):
+            ctx.memory[int(m["rank"])] = {
+                "after_iterations": int(m["it"]), "allocated_mb": float(m["a"]), "max_allocated_mb": float(m["ma"]),
+                "reserved_mb": float(m["r"]), "max_reserved_mb": float(m["mr"]),
+            }
+            continue
+        if m := _ITER.search(msg):
+            ctx.iteration = {"iteration": int(m["it"]), "of": int(m["of"]), "time": time}
+            if n := _NAN_ITERS.search(msg):
+                ctx.iteration["nan_iterations"] = int(n["n"])
+            continue
+        if m := _CDMC.search(msg):
+            ctx.cuda_device_max_connections = int(m["v"])
+        if ctx.gpu is None and (m := _GPU.search(msg)):
+            ctx.gpu = m["gpu"].strip()
+        if "torch/distributed/run.py" in msg or "torch.distributed.elastic" in msg or "distributed/elastic/" in msg:
+            launchers.add("torchrun")
+        if msg.startswith(("srun: ", "slurmstepd")):
+            launchers.add("srun")
         if m := _WORLD.search(msg):
             ctx.parallel = {
                 "world_size": int(m["world"]), "data_parallel_size": int(m["dp"]),
@@ -115,6 +201,8 @@ def read_context(df: pl.DataFrame) -> JobContext:
                 cur.exitcode, cur.pid = int(e["code"]), int(e["pid"])
             elif k == "traceback":
                 cur.traceback = v
+    if launchers:
+        ctx.launcher = "+".join(sorted(launchers, key=["srun", "torchrun"].index))
     for f in ctx.failures:
         if f.rank is not None and f.local_rank is not None:
             ctx.local_to_global[(f.host, f.local_rank)] = f.rank

@@ -47,6 +47,7 @@ KEEP_STRUCT = r"^" + PREFIX_PLAIN + r"(?:\s*(?:\|\s*)*File \"|[A-Za-z_][\w.]*(?:
 KEEP_LITERAL = [
     r"datetime: \d{4}-",
     r"using world size:",
+    r"-- arguments --",
     r"Root Cause \(first observed failure\)",
     r"The above exception was the direct cause",
     r"During handling of the above exception",
