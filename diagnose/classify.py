@@ -91,7 +91,26 @@ def build_events(
             ev = _error_file_event(s, patterns, ctx)
             if ev:
                 events.append(ev)
-    return events
+    return _mark_echoes(events, ctx, {s.display: s.index for s in sources})
+
+
+def _mark_echoes(events: list[Event], ctx: JobContext, index: dict[str, int]) -> list[Event]:
+    """Errors repeated inside torchrun's ChildFailedError summary belong to the entry's rank; when the
+    rank's own output already shows the same error, the echo is dropped."""
+    originals = {(e.rank, e.pattern) for e in events}
+    out = []
+    for e in events:
+        entry = ctx.echo_of(index.get(e.evidence.file, -1), e.evidence.line) if e.kind != "error_file" else None
+        if entry is None or e.pattern.startswith("launcher."):
+            out.append(e)
+            continue
+        e.details["echo_of_rank"] = entry.rank
+        if e.rank is None:
+            e.rank, e.local_rank, e.host = entry.rank, entry.local_rank, entry.host
+            if (e.rank, e.pattern) in originals:
+                continue
+        out.append(e)
+    return out
 
 
 def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
@@ -264,7 +283,8 @@ def symptoms(events: list[Event], root: Event | None, same: list[Event], pattern
                 first_time=min(times) if times else None, evidence=evs[0].evidence,
             )
         )
-    out.sort(key=lambda s: (s.first_time is None, s.first_time or datetime.min, -s.count))
+    first = {pid: min(e.order for e in evs) for pid, evs in groups.items()}
+    out.sort(key=lambda s: first[s.pattern])  # timeline order; file order where there is no time
     return out
 
 

@@ -64,6 +64,7 @@ class ChildFailure:
     pid: int | None = None
     time: datetime | None = None
     traceback: str | None = None
+    end: int = 0  # last line of the entry (its traceback echo runs until the next entry)
 
 
 @dataclass
@@ -93,6 +94,10 @@ class JobContext:
         if len(hosts) == 1 and host is None:  # one node: its agent's summary gives the mapping
             return self.local_to_global.get((next(iter(hosts)), local_rank))
         return None
+
+    def echo_of(self, src: int, line: int) -> ChildFailure | None:
+        """The torchrun summary entry whose echoed traceback contains this line, if any."""
+        return next((f for f in self.failures if f.src == src and f.line <= line <= f.end), None)
 
     def value(self, key: str):
         """A parallel size or argument, from the 'using world size' line first, then the arguments dump."""
@@ -201,6 +206,8 @@ def read_context(df: pl.DataFrame) -> JobContext:
                 cur.exitcode, cur.pid = int(e["code"]), int(e["pid"])
             elif k == "traceback":
                 cur.traceback = v
+    for a, b in zip(ctx.failures, ctx.failures[1:] + [None]):
+        a.end = b.line - 1 if b is not None and b.src == a.src else a.line + 400
     if launchers:
         ctx.launcher = "+".join(sorted(launchers, key=["srun", "torchrun"].index))
     for f in ctx.failures:

@@ -1,0 +1,90 @@
+"""Rank attribution from every launcher prefix, and the timeline's timestamp formats."""
+from diagnose import diagnose
+
+EXC = "ModuleNotFoundError: No module named 'apex'"
+
+
+def _tb(prefix: str) -> str:
+    return (f"{prefix}Traceback (most recent call last):\n{prefix}  File \"/w/t.py\", line 1, in <module>\n"
+            f"{prefix}    import apex\n{prefix}{EXC}\n")
+
+
+def test_mpirun_tag_is_global_rank(write):
+    r = diagnose([write("m.log", _tb("[1,7]<stderr>:"))]).root_cause
+    assert (r.rank, r.message) == (7, EXC)
+
+
+def test_stacked_tee_and_rank(write):
+    r = diagnose([write("t.log", _tb("[default3]:[rank11]: "))]).root_cause
+    assert (r.rank, r.local_rank) == (11, 3)
+
+
+def test_srun_label_with_tee_is_not_a_rank(write):
+    r = diagnose([write("s.log", _tb(" 1: [default3]:"))]).root_cause
+    assert (r.rank, r.local_rank) == (None, 3)
+
+
+def test_srun_label_space_padded(write):
+    r = diagnose([write("p.log", "10: step\n" + _tb(" 3: "))]).root_cause
+    assert r.rank == 3
+
+
+def test_ray_worker_prefix(write):
+    r = diagnose([write("r.log", _tb("(WorkerDict pid=3490362) [rank1]:"))]).root_cause
+    assert r.rank == 1 and r.message == EXC
+
+
+def test_nccl_host_prefix_gives_host(write):
+    r = diagnose([write("n.log", "gpu-node007:77:190 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer gpu-node003<55012>\n")]).root_cause
+    assert r.category == "nccl" and r.host == "gpu-node007"
+
+
+def test_pg_rank_of_default_group_only(write):
+    line0 = "[E1202 10:41:00.1 ProcessGroupNCCL.cpp:1504] [PG 0 (default_pg) Rank 6] Process group watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered\n"
+    assert diagnose([write("a.log", line0)]).root_cause.rank == 6
+    line2 = line0.replace("PG 0 (default_pg) Rank 6", "PG 2 Rank 1")
+    assert diagnose([write("b.log", line2)]).root_cause.rank is None
+
+
+def test_glog_year_comes_from_other_timestamps(write):
+    log = (" [2025-12-31 23:59:00] iteration        1/      10 |\n"
+           "[rank0]:[E1231 23:59:30.123456789 ProcessGroupNCCL.cpp:1504] [PG 0 (default_pg) Rank 0] Process group watchdog thread terminated with exception: CUDA error: unspecified launch failure\n")
+    r = diagnose([write("y.log", log)]).root_cause
+    assert r.time.isoformat() == "2025-12-31T23:59:30"  # the monotonic nanoseconds are dropped
+
+
+def test_three_digit_glog_month(write):
+    r = diagnose([write("j.log", "[rank2]:[E709 17:05:38.1 ProcessGroupNCCL.cpp:1] [PG 0 (default_pg) Rank 2] Process group watchdog thread terminated with exception: CUDA error: unspecified launch failure\n"
+                                 " [2026-07-09 17:00:00] iteration 1/ 2 |\n")]).root_cause
+    assert (r.time.month, r.time.day, r.time.hour) == (7, 9, 17)
+
+
+def test_nccl_warn_timestamp_and_python_logging(write):
+    log = ("\n[2025-01-01 12:00:07] gpu1:11:12 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.5<1> with status=12 opcode=0 len=0 vendor err 129 (Recv)\n")
+    r = diagnose([write("w.log", log)]).root_cause
+    assert r.time.isoformat() == "2025-01-01T12:00:07" and r.host == "gpu1"
+
+
+def test_untimed_line_takes_time_of_its_own_stream_only(write):
+    log = ("[rank1]:[W1202 10:00:00.1 x.cpp:1] Warning: hello (function f)\n"
+           "[rank0]:[W1202 11:00:00.1 x.cpp:1] Warning: hello (function f)\n"
+           " [2026-12-02 11:30:00] iteration 1/ 2 |\n"
+           + _tb("[rank1]: "))
+    r = diagnose([write("o.log", log)]).root_cause
+    assert r.rank == 1 and r.time.isoformat() == "2026-12-02T10:00:00"
+
+
+def test_exception_group(write):
+    log = (
+        "  + Exception Group Traceback (most recent call last):\n"
+        '  |   File "/w/t.py", line 3, in <module>\n'
+        "  |     raise ExceptionGroup(\"many\", [ValueError(1), KeyError(2)])\n"
+        "  | ExceptionGroup: many (2 sub-exceptions)\n"
+        "  +-+---------------- 1 ----------------\n"
+        "    | ValueError: 1\n"
+        "    +---------------- 2 ----------------\n"
+        "    | KeyError: 2\n"
+        "    +------------------------------------\n"
+    )
+    r = diagnose([write("g.log", log)]).root_cause
+    assert r.category == "python" and "ExceptionGroup: many" in r.message
