@@ -188,7 +188,15 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
             same = [e for e in tier[1:] if _same_failure(root, e)]
             notes = _lagging_rank(root, tier, ctx) if root.is_comm else {}
             return root, same, notes
+    # Only the launcher's word that something failed: an honest "unknown", pointing at where to look.
+    said = [e for e in events if e.role == "symptom"]
+    if said:
+        said.sort(key=lambda e: (e.pattern not in _FAILURE_WORDS, e.order))
+        return said[0], [], {"no_root_evidence": "the failing rank's own error is not in these logs"}
     return None, [], {}
+
+
+_FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.abort")
 
 
 def _lagging_rank(root: Event, comm: list[Event], ctx: JobContext) -> dict:
@@ -207,6 +215,9 @@ def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, P
     p = patterns[root.pattern]
     rank = root.rank
     details = dict(notes)
+    if "no_root_evidence" in notes:
+        p = patterns[root.pattern]
+        details["reported_by"] = p.title
     if root.is_comm and root.pattern in _TIMEOUTS:
         # a timeout names the rank that waited, not the one that failed
         details["reported_by_rank"] = root.rank

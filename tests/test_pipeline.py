@@ -236,3 +236,19 @@ def test_gz_and_odd_bytes(tmp_path):
                  b"[rank0]:     g()\r\n[rank0]: ModuleNotFoundError: No module named 'apex'\r\n")
     r = diagnose([p]).root_cause
     assert (r.category, r.rank, r.evidence.line) == ("import", 0, 5)
+
+
+def test_launcher_only_failure_is_an_honest_unknown(write):
+    log = write(
+        "only-agent.log",
+        "E1202 10:31:15.974000 7370 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 2 (pid: 7377) of binary: /v/bin/python3\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "Root Cause (first observed failure):\n[0]:\n  time      : 2026-12-02_10:31:15\n  host      : gpu-node002\n"
+        "  rank      : 10 (local_rank: 2)\n  exitcode  : 1 (pid: 7377)\n  error_file: <N/A>\n"
+        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n",
+    )
+    d = diagnose([log])
+    r = d.root_cause
+    assert d.status == "failed" and r.category == "unknown"
+    assert (r.rank, r.host) == (10, "gpu-node002")
+    assert "no_root_evidence" in r.details and "record" in " ".join(r.remediation)
