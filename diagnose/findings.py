@@ -166,3 +166,31 @@ def progress(ctx: JobContext, failed_at: datetime | None) -> dict:
     if it.get("nan_iterations"):
         out["nan_iterations"] = it["nan_iterations"]
     return out
+
+
+def ranks_without_output(ctx: JobContext, sources) -> str | None:
+    """With one file per rank (srun %t), the ranks of the job's world that have no file at all."""
+    world = ctx.world_size
+    have = {s.task for s in sources if s.layout == "per-rank" and s.task is not None}
+    if not world or not have or max(have) >= world:
+        return None
+    missing = sorted(set(range(world)) - have)
+    if not missing:
+        return None
+    return rank_ranges(missing)
+
+
+def rank_ranges(ranks: list[int]) -> str:
+    """[0, 1, 2, 5] → '0-2, 5'."""
+    out, start, prev = [], None, None
+    for r in sorted(ranks):
+        if start is None:
+            start = prev = r
+        elif r == prev + 1:
+            prev = r
+        else:
+            out.append(f"{start}-{prev}" if prev > start else str(start))
+            start = prev = r
+    if start is not None:
+        out.append(f"{start}-{prev}" if prev > start else str(start))
+    return ", ".join(out)

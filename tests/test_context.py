@@ -216,3 +216,14 @@ def test_reference_anchors_are_recognised(category):
     for line in ANCHORS[category]:
         hit = next((p for p in pats if p.search(line)), None)
         assert hit is not None and hit.category == category, (line, hit and hit.id)
+
+
+def test_ranks_without_output_with_per_rank_files(write, tmp_path):
+    world = "using world size: 8, data-parallel size: 8, context-parallel size: 1, tensor-model-parallel size: 1, pipeline-model-parallel size: 1\n"
+    write("logs/job-rank0.err", world)
+    for r in (1, 2, 3):
+        write(f"logs/job-rank{r}.err", "step 1\n")
+    write("logs/job-rank3.err", "ValueError: boom\n")
+    d = diagnose([tmp_path / "logs"])
+    assert d.job["ranks_without_output"] == "4-7"
+    assert any("node-local" in w for w in d.warnings)
