@@ -314,4 +314,10 @@ def rank_summaries(df: pl.DataFrame, events: list[Event], ctx: JobContext) -> li
         if rs.category is None:
             rs.category = e.category
             rs.first_error_time = e.time
+    for f in ctx.failures:  # torchrun's summary says when it saw each rank fail
+        if f.rank is not None and f.rank >= 0:
+            rs = out.setdefault(f.rank, RankSummary(rank=f.rank, host=f.host))
+            if rs.first_error_time is None:
+                rs.first_error_time = f.time
+            rs.host = rs.host or f.host
     return [out[k] for k in sorted(out)]
