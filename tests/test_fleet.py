@@ -1,0 +1,254 @@
+"""`mdiag fleet`: a fleet of reports built by running mdiag on the sample logs, re-dated and re-hosted."""
+from __future__ import annotations
+
+import copy
+import json
+import random
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from diagnose import diagnose
+from diagnose.cli import main
+from diagnose.fleet import hostlist_count, load, parse_elapsed, prepare, prometheus, summarize, to_json
+from diagnose.report import to_dict
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
+T0 = datetime(2026, 11, 16, 8, 0, 0)  # a Monday: ISO week 2026-W47
+
+
+@pytest.fixture(scope="session")
+def base() -> dict[str, dict]:
+    """One real report per sample log (mdiag's library API)."""
+    return {name: to_dict(diagnose([SAMPLES / name])) for name in sorted(EXPECTED)}
+
+
+def synth(doc: dict, job: str, host: str, when: datetime, rank_hosts: list[str], slurm: dict | None = None) -> dict:
+    """The same failure as another job: other host, other time, other rank hosts."""
+    d = copy.deepcopy(doc)
+    if d["root_cause"]:
+        d["root_cause"]["host"] = host
+        d["root_cause"]["time"] = when.isoformat()
+    for i, r in enumerate(d["ranks"]):
+        r["host"] = rank_hosts[i % len(rank_hosts)]
+    if slurm is not None:
+        d["slurm"] = slurm
+    d["job_id"] = None
+    return d, job
+
+
+def build_fleet(base: dict) -> list[tuple[dict, str]]:
+    """60 failed jobs over 3 weeks and ~100 hosts, with two planted suspect nodes:
+    node013 is the root-cause host of 4 collective (nccl) failures (the hardware rule) and
+    node007 of 7 failures of mixed categories (the statistical rule)."""
+    rnd = random.Random(7)
+    failed = [n for n, e in EXPECTED.items() if e["status"] == "failed" and base[n]["status"] == "failed"]
+    non_hw = [n for n in failed if base[n]["root_cause"]["category"] not in ("cuda", "nccl")]
+    hang = "hang-rank1.log"
+    assert base[hang]["root_cause"]["category"] == "nccl"
+    pool = [f"node{i:03d}" for i in range(1, 101)]
+    others = [h for h in pool if h not in ("node007", "node013")]
+    jobs: list[tuple[str, str]] = [(hang, "node013")] * 4 + [(non_hw[i % len(non_hw)], "node007") for i in range(7)]
+    # 49 more failures, no other host more than twice and never twice for a cuda/nccl failure
+    for i in range(49):
+        jobs.append((failed[i % len(failed)], others[i // 2 + (i % 2) * 30]))
+    out = []
+    for i, (name, host) in enumerate(jobs):
+        when = T0 + timedelta(days=(i * 3) % 21, hours=i % 9, minutes=i)
+        slurm = {"JobId": str(5000 + i), "Elapsed": "02:00:00", "NNodes": "1"} if i % 5 == 0 else None
+        out.append(synth(base[name], f"job{5000 + i}", host, when, rnd.sample(pool, 4), slurm))
+    out.append(synth(base["clean-run.log"], "clean", "node001", T0, pool[:4]))
+    return out
+
+
+@pytest.fixture(scope="session")
+def fleet_docs(base):
+    return build_fleet(base)
+
+
+@pytest.fixture
+def fleet_dir(tmp_path, fleet_docs):
+    d = tmp_path / "reports"
+    d.mkdir()
+    for doc, job in fleet_docs:
+        (d / f"{job}.json").write_text(json.dumps(doc))
+    return d
+
+
+def _tables(paths, **kw):
+    return summarize(prepare(load([str(p) for p in paths])), **kw)
+
+
+def test_tables_from_a_folder_of_reports(fleet_dir, fleet_docs):
+    t = _tables([fleet_dir])
+    s = t["summary"]
+    assert s["reports"] == 61 and s["failures"] == 60 and s["no_failure_found"] == 1
+    want: dict[str, int] = {}
+    for doc, _ in fleet_docs:
+        if doc["status"] == "failed":
+            want[doc["root_cause"]["category"]] = want.get(doc["root_cause"]["category"], 0) + 1
+    got = dict(t["by_category"].select("category", "failures").iter_rows())
+    assert got == want
+    assert t["by_category"]["failures"].to_list() == sorted(want.values(), reverse=True)
+    # by ISO week: the failures fall in 2026-W47..W49, every one counted once
+    weeks = dict(t["by_week"].select("week", "failures").iter_rows())
+    assert set(weeks) == {"2026-W47", "2026-W48", "2026-W49"}
+    assert sum(weeks.values()) == 60
+
+
+def test_fingerprints_group_the_same_failure_across_jobs(fleet_dir, fleet_docs):
+    t = _tables([fleet_dir], top=20)
+    fp = t["fingerprints"]
+    # one fingerprint per distinct sample failure, whatever the host and time
+    per_sample: dict[str, list] = {}
+    for doc, job in fleet_docs:
+        if doc["status"] == "failed":
+            per_sample.setdefault(doc["root_cause"]["fingerprint"], []).append((doc, job))
+    assert fp.height == len(per_sample)
+    top = fp.row(0, named=True)
+    jobs = per_sample[top["fingerprint"]]
+    assert top["failures"] == len(jobs) == max(len(v) for v in per_sample.values())
+    times = sorted(datetime.fromisoformat(d["root_cause"]["time"]) for d, _ in jobs)
+    assert top["first_seen"] == times[0] and top["last_seen"] == times[-1]
+    assert top["example_job"] in {j if d.get("slurm") is None else d["slurm"]["JobId"] for d, j in jobs}
+    assert top["hosts"] >= 2
+
+
+def test_suspect_nodes_finds_the_planted_hosts(fleet_dir):
+    sus = _tables([fleet_dir])["suspect_nodes"]
+    assert sorted(sus["host"].to_list()) == ["node007", "node013"]
+    n13 = sus.filter(pl.col("host") == "node013").row(0, named=True)
+    assert n13["failures"] == 4 and n13["hw_failures"] == 4 and "nccl" in n13["reason"]
+    assert n13["categories"] == "nccl×4"
+    assert len(n13["jobs"].split(", ")) == 4
+    n07 = sus.filter(pl.col("host") == "node007").row(0, named=True)
+    assert n07["failures"] == 7 and n07["hw_failures"] == 0 and "fleet mean" in n07["reason"]
+    assert n07["p_value"] < 0.01 / 100
+
+
+def test_localhost_is_never_a_suspect(base):
+    docs = [synth(base["hang-rank1.log"], f"j{i}", "localhost", T0 + timedelta(hours=i), ["localhost"]) for i in range(5)]
+    t = summarize(prepare(_frame(docs)))
+    assert t["suspect_nodes"].height == 0
+
+
+def _frame(docs):
+    from diagnose.fleet import _frame_of_docs
+
+    return _frame_of_docs([d for d, _ in docs], "x.json")
+
+
+def test_gpu_hours_and_job_ids(fleet_dir, fleet_docs):
+    df = prepare(load([str(fleet_dir)]))
+    with_slurm = [(d, j) for d, j in fleet_docs if d.get("slurm")]
+    # slurm.JobId wins over the file name; otherwise the file stem
+    assert set(df.filter(pl.col("gpu_hours").is_not_null())["job_id"]) == {d["slurm"]["JobId"] for d, _ in with_slurm}
+    assert "clean" in df["job_id"].to_list()
+    t = summarize(df)
+    per_job = 2.0 * 4  # Elapsed 02:00:00 x world_size 4 (job.world_size wins over NNodes x 8)
+    failed_with = [d for d, _ in with_slurm if d["status"] == "failed"]
+    want = sum(2.0 * (d["job"].get("world_size") or 8) for d in failed_with)
+    assert t["summary"]["gpu_hours_lost"] == pytest.approx(want)
+    assert per_job in {2.0 * (d["job"].get("world_size") or 8) for d in failed_with}
+
+
+def test_since_until(fleet_dir):
+    t = _tables([fleet_dir], since=datetime(2026, 11, 23), until=datetime(2026, 11, 30))
+    weeks = t["by_week"]["week"].to_list()
+    assert weeks == ["2026-W48"]
+    assert t["summary"]["failures"] == t["by_week"]["failures"].sum()
+
+
+def test_jsonl_reads_the_same_as_a_folder(tmp_path, fleet_dir, fleet_docs):
+    jl = tmp_path / "reports.jsonl"
+    jl.write_text("".join(json.dumps(d) + "\n" for d, _ in fleet_docs))
+    a, b = to_json(_tables([fleet_dir])), to_json(_tables([jl]))
+    for k in ("by_category", "by_week", "suspect_nodes"):
+        if k == "suspect_nodes":  # job ids differ (file stem vs file:line) where there is no slurm.JobId
+            assert [r["host"] for r in a[k]] == [r["host"] for r in b[k]]
+        else:
+            assert a[k] == b[k]
+    ids = prepare(load([str(jl)]))["job_id"].to_list()
+    assert "reports.jsonl:2" in ids and "5000" in ids  # line 1 has a slurm.JobId, line 2 not
+    # a corrupt line is skipped with a warning, not fatal
+    with jl.open("a") as f:
+        f.write("{not json\n")
+    warnings: list[str] = []
+    df = load([str(jl)], warnings)
+    assert df.height == len(fleet_docs) and warnings and "skipped 1 line" in warnings[0]
+
+
+def test_cli_text_json_exports_and_prometheus(tmp_path, fleet_dir):
+    prom = tmp_path / "metrics" / "mdiag.prom"
+    prom.parent.mkdir()
+    r = CliRunner().invoke(main, ["fleet", str(fleet_dir), "--csv", str(tmp_path / "csv"), "--parquet",
+                                  str(tmp_path / "pq"), "--prom", str(prom)])
+    assert r.exit_code == 0, r.output
+    for title in ("Failures by category", "Failures by ISO week", "Top fingerprints", "Suspect nodes", "node013"):
+        assert title in r.output
+    for name in ("by_category", "by_week", "fingerprints", "suspect_nodes"):
+        assert pl.read_csv(tmp_path / "csv" / f"{name}.csv").height > 0
+        assert pl.read_parquet(tmp_path / "pq" / f"{name}.parquet").height > 0
+    text = prom.read_text()
+    assert list(prom.parent.iterdir()) == [prom]  # atomic: no temp file left behind
+    assert "# TYPE mdiag_failures_total counter" in text
+    assert 'mdiag_suspect_node_failures_total{host="node013"} 4' in text
+    cats = {line.split('"')[1]: int(line.split()[-1]) for line in text.splitlines()
+            if line.startswith("mdiag_failures_total{")}
+    assert sum(cats.values()) == 60
+    r = CliRunner().invoke(main, ["fleet", "--json", "--since", "2026-11-23", "--until", "2026-11-29", str(fleet_dir)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert set(doc) == {"summary", "by_category", "by_week", "fingerprints", "suspect_nodes"}
+    assert [w["week"] for w in doc["by_week"]] == ["2026-W48"]
+
+
+def test_prometheus_label_escaping():
+    t = {"summary": {"reports": 1}, "by_category": pl.DataFrame({"category": ['a"b\\c\nd'], "failures": [1],
+                                                                    "gpu_hours_lost": [None]}),
+         "fingerprints": pl.DataFrame(schema={"fingerprint": pl.String, "category": pl.String, "pattern": pl.String,
+                                              "failures": pl.Int64}),
+         "suspect_nodes": pl.DataFrame(schema={"host": pl.String, "failures": pl.Int64})}
+    text = prometheus(t)
+    assert 'mdiag_failures_total{category="a\\"b\\\\c\\nd"} 1' in text
+
+
+def test_slurm_field_parsing():
+    assert parse_elapsed("1-02:03:04") == 86400 + 7384
+    assert parse_elapsed("02:00:00") == 7200 and parse_elapsed("05:30") == 330 and parse_elapsed("90") == 90
+    assert parse_elapsed("junk") is None
+    assert hostlist_count("gpu-[01-04,07],login1") == 6 and hostlist_count("node17") == 1
+
+
+@pytest.mark.slow
+def test_100k_reports_in_seconds(tmp_path, base):
+    """100,000 JSONL reports (as the hook appends them) summarize in seconds via the lazy scan."""
+    rnd = random.Random(1)
+    lines = []
+    for name in EXPECTED:
+        d = copy.deepcopy(base[name])
+        if d["root_cause"]:
+            for k in ("traceback", "why", "remediation"):
+                d["root_cause"][k] = [] if k != "why" else ""
+        d["symptoms"] = d["symptoms"][:2]
+        lines.append(d)
+    path = tmp_path / "big.jsonl"
+    with path.open("w") as f:
+        for i in range(100_000):
+            d = lines[i % len(lines)]
+            if d["root_cause"]:
+                d["root_cause"]["host"] = f"n{rnd.randrange(2000):04d}"
+                d["root_cause"]["time"] = (T0 + timedelta(minutes=i)).isoformat()
+            d["slurm"] = {"JobId": str(i), "Elapsed": "01:00:00", "NNodes": 2}
+            f.write(json.dumps(d) + "\n")
+    t0 = time.perf_counter()
+    t = _tables([path])
+    took = time.perf_counter() - t0
+    assert t["summary"]["reports"] == 100_000
+    assert t["summary"]["failures"] == 100_000 * 7 // 8
+    assert took < 25, f"100k reports took {took:.1f} s"  # ~1-3 s on an idle 2-core machine
