@@ -1,9 +1,11 @@
 """Collector: turn the user's paths (files, folders, globs) into the list of log sources to read."""
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import re
+import stat
 from pathlib import Path
 
 from .model import Source
@@ -27,43 +29,102 @@ def _wanted(path: Path) -> bool:
 
 
 def expand(paths: list[str]) -> tuple[list[Path], list[str]]:
-    """Files, folders (recursively) and globs → (files, warnings).  Raises InputError if nothing is readable."""
-    files: list[tuple[Path, str]] = []
+    """Files, folders (recursively) and globs → (files, warnings).  Raises InputError if nothing is readable.
+
+    Whatever cannot be read (a missing path next to good ones, a symlink loop, a FIFO, a device, a
+    folder without permission) is skipped with a warning; only when nothing is left is it an error.
+    The same file named twice (or through a link) is read once.
+    """
+    files: list[tuple[Path, os.stat_result]] = []
     warnings: list[str] = []
+    problems: list[str] = []
     for arg in paths:
         p = Path(arg)
-        if p.is_dir():
-            found = []
-            for root, dirs, names in os.walk(p, followlinks=False):
-                dirs.sort()
-                for n in sorted(names):
-                    f = Path(root) / n
-                    if _wanted(f) and f.is_file():
-                        found.append(f)
+        st, why = _stat(p)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            found, walk_warnings = _walk(p)
+            warnings += walk_warnings
             if not found:
-                warnings.append(f"{arg}: no log files (*.err, *.out, *.log, error.json) in this folder")
-            files.extend((f, str(p)) for f in found)
-        elif p.exists():
-            if not p.is_file():
-                raise InputError(f"{arg}: not a regular file")
-            files.append((p, ""))
-        elif any(ch in arg for ch in "*?["):
+                problems.append(f"{arg}: no log files (*.err, *.out, *.log, *.txt, error.json) in this folder")
+            files.extend(found)
+        elif st is not None:
+            if stat.S_ISREG(st.st_mode):
+                files.append((p, st))
+            else:
+                problems.append(f"{arg}: not a regular file ({_kind(st)}), skipped")
+        elif why == "no such file or folder" and any(ch in arg for ch in "*?["):
             matches = sorted(glob.glob(arg, recursive=True))
             if not matches:
-                raise InputError(f"{arg}: no file matches this pattern")
-            files.extend((Path(m), "") for m in matches if Path(m).is_file())
+                problems.append(f"{arg}: no file matches this pattern")
+            for m in matches:
+                mst, mwhy = _stat(Path(m))
+                if mst is not None and stat.S_ISREG(mst.st_mode):
+                    files.append((Path(m), mst))
+                elif mst is None or not stat.S_ISDIR(mst.st_mode):
+                    warnings.append(f"{m}: {mwhy or 'not a regular file (' + _kind(mst) + ')'}, skipped")
         else:
-            raise InputError(f"{arg}: no such file or folder")
+            problems.append(f"{arg}: {why}")
     seen, out = set(), []
-    for f, _ in files:
-        key = f.resolve()
+    for f, st in files:
+        key = (st.st_dev, st.st_ino)
         if key in seen:
+            warnings.append(f"{f}: the same file as one already given, read once")
             continue
         seen.add(key)
         out.append(f)
     if not out:
-        raise InputError("no log files found in " + ", ".join(paths))
-    return out, warnings
+        if len(problems) == 1:
+            raise InputError(problems[0].removesuffix(", skipped"))
+        raise InputError("no log files found in " + ", ".join(paths) + ("" if not problems else " (" + "; ".join(problems) + ")"))
+    return out, problems + warnings
+
+
+def _stat(p: Path) -> tuple[os.stat_result | None, str | None]:
+    """stat() that follows links, or the reason in words (symlink loop, dangling link, …)."""
+    try:
+        return os.stat(p), None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, "symbolic link loop, skipped"
+        if exc.errno == errno.ENOENT and os.path.islink(p):
+            return None, "dangling symbolic link, skipped"
+        if exc.errno == errno.ENOENT:
+            return None, "no such file or folder"
+        if isinstance(exc, PermissionError):
+            return None, "permission denied, skipped"
+        return None, f"cannot read ({exc.strerror or exc}), skipped"
+    except ValueError as exc:  # embedded NUL byte in the path
+        return None, f"invalid path ({exc})"
+
+
+def _kind(st: os.stat_result | None) -> str:
+    if st is None:
+        return "unreadable"
+    m = st.st_mode
+    return ("a FIFO" if stat.S_ISFIFO(m) else "a character device" if stat.S_ISCHR(m) else "a block device"
+            if stat.S_ISBLK(m) else "a socket" if stat.S_ISSOCK(m) else "not a file")
+
+
+def _walk(top: Path) -> tuple[list[tuple[Path, os.stat_result]], list[str]]:
+    """Log files under a folder (links to files followed, links to folders not: no loops)."""
+    found, warnings = [], []
+
+    def onerror(exc: OSError) -> None:
+        reason = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
+        warnings.append(f"{exc.filename}: cannot list this folder ({reason}), skipped")
+
+    for root, dirs, names in os.walk(top, onerror=onerror, followlinks=False):
+        dirs.sort()
+        for n in sorted(names):
+            f = Path(root) / n
+            if not _wanted(f):
+                continue
+            st, why = _stat(f)
+            if st is not None and stat.S_ISREG(st.st_mode):
+                found.append((f, st))
+            else:
+                warnings.append(f"{f}: {why or 'not a regular file (' + _kind(st) + '), skipped'}")
+    return found, warnings
 
 
 def describe(files: list[Path]) -> list[Source]:
@@ -91,9 +152,25 @@ def describe(files: list[Path]) -> list[Source]:
             t = _TASK.search(name)
             if t:
                 src.task = int(t.group(1))
-                src.layout = "per-rank"
         sources.append(src)
+    _confirm_per_rank(sources)
     return sources
+
+
+def _confirm_per_rank(sources: list[Source]) -> None:
+    """A rank number in a file name counts only when sibling files share the name with other numbers
+    (job-rank0.err, job-rank1.err, …); one file called `shape-rank2.log` says nothing about ranks."""
+    groups: dict[tuple, set[int]] = {}
+    for s in sources:
+        if s.task is not None:
+            groups.setdefault((s.path.parent, _TASK.sub("#", s.path.name)), set()).add(s.task)
+    for s in sources:
+        if s.task is None:
+            continue
+        if len(groups[(s.path.parent, _TASK.sub("#", s.path.name))]) > 1:
+            s.layout = "per-rank"
+        else:
+            s.task = None
 
 
 def _display(f: Path) -> str:
