@@ -30,8 +30,7 @@ EXC_LINE = r"^(?:[A-Za-z_][\w.]*)(?::\s|:$|$)"
 GROUP_MARGIN = r"^\s*(?:\|\s?|\+[-+]*(?: \d+ |-+| \.\.\. )?[-+]*\s*)+"
 
 # Lines worth keeping besides pattern hits, anchored after the prefix so non-matching lines fail fast.
-KEEP_ANCHORED = (
-    r"^" + PREFIX_PLAIN + r"(?:"
+KEEP_ANCHORED_BODY = (
     r"\s*(?:[|+]\s*)*(?:\+ )?(?:Exception Group )?Traceback \(most recent"
     r"|\s*(?:\|\s*)*File \""
     r"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Group|Warning)\b"
@@ -40,10 +39,13 @@ KEEP_ANCHORED = (
     r"|\[?[IWEFCV]\d{3,4} \d\d:\d\d:\d\d"
     r"|\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: "
     r"|  \S+ \.{3,} "
-    r")"
 )
+KEEP_ANCHORED = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_ANCHORED_BODY + r")"
 # Lines in a traceback's neighbourhood are kept too (source lines, message continuations).
-KEEP_STRUCT = r"^" + PREFIX_PLAIN + r"(?:\s*(?:\|\s*)*File \"|[A-Za-z_][\w.]*(?::\s|:$|$)|\s*(?:[|+]\s*)*Traceback \()"
+KEEP_STRUCT_BODY = r"\s*(?:\|\s*)*File \"|[A-Za-z_][\w.]*(?::\s|:$|$)|\s*(?:[|+]\s*)*Traceback \("
+KEEP_STRUCT = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_STRUCT_BODY + r")"
+# Both in one anchored pass over every line (the scan's prefilter), each then on the few lines it passes.
+KEEP_ANCHORED_OR_STRUCT = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_ANCHORED_BODY + r"|" + KEEP_STRUCT_BODY + r")"
 KEEP_LITERAL = [
     r"datetime: \d{4}-",
     r"using world size:",

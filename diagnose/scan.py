@@ -6,8 +6,11 @@ timestamps, launcher summaries), and the two lines after each traceback-shaped l
 """
 from __future__ import annotations
 
-import gzip
+import errno
+import os
 import re
+import stat
+import time
 import zlib
 from collections.abc import Callable, Iterator
 
@@ -17,37 +20,168 @@ from . import grammar
 from .model import Source
 
 CHUNK_BYTES = 32 * 1024 * 1024
-_CR_PROGRESS = re.compile(r"[^\n]*\r(?!\n|$)")
+MAX_LINE = 256 * 1024  # a longer line keeps its first MAX_LINE bytes (memory and regex time stay bounded)
+LINE_CUT = " …[mdiag: line cut at 256 KiB]"
+# a carriage return not followed by a newline overwrote what was printed before it on the line
+_CR_PROGRESS = re.compile(r"(?m)^[^\n]*\r(?!\n|$)")
+
+
+class Deadline:
+    """A wall-clock limit for a run (`--timeout`), checked before each chunk and each file.
+
+    When it fires, what was not read is said in the scan's warnings and `fired` stays True."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+        self.fired = False
+        self.unread: list[str] = []  # files not opened at all
+
+    def summary(self) -> str:
+        head = f"--timeout {self.seconds:g} s reached: the diagnosis is partial"
+        if not self.unread:
+            return head
+        shown = ", ".join(self.unread[:5]) + (f" and {len(self.unread) - 5} more" if len(self.unread) > 5 else "")
+        return f"{head}; {len(self.unread)} file(s) not read: {shown}"
+
+    def expired(self) -> bool:
+        if not self.fired and time.monotonic() >= self.at:
+            self.fired = True
+        return self.fired
+
+
+class NotRegularFile(OSError):
+    pass
 
 
 def _open(src: Source):
-    if src.path.name.endswith(".gz"):
-        return gzip.open(src.path, "rb")
-    return open(src.path, "rb")
+    """The file as a binary stream, read only up to the size it had when opened (a file that is still
+    being written can't keep the scan going forever).  FIFOs and devices are refused without blocking."""
+    fd = os.open(src.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file")
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return _Bounded(fh, st.st_size)
 
 
-def read_chunks(src: Source, warnings: list[str], chunk_bytes: int = CHUNK_BYTES) -> Iterator[str]:
-    """Text chunks that end on a line boundary; odd bytes become U+FFFD, CRLF becomes LF, and a
-    carriage-return progress bar glued before a line keeps only what was printed last."""
-    tail = b""
+class _Bounded:
+    """A binary file cut at `limit` bytes."""
+
+    def __init__(self, fh, limit: int):
+        self.fh, self.left = fh, limit
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        if n <= 0:
+            return b""
+        data = self.fh.read(n)
+        self.left -= len(data)
+        return data
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.fh.close()
+
+
+def _blocks(src: Source, warnings: list[str], chunk_bytes: int) -> Iterator[bytes]:
+    """Raw blocks of the file, gunzipped when it ends in .gz.  A truncated or corrupt .gz yields what
+    decompressed before the damage, then a warning; concatenated gzip members are all read."""
+    gz = src.path.name.endswith(".gz")
     with _open(src) as fh:
+        if not gz:
+            while block := fh.read(chunk_bytes):
+                yield block
+            return
+        dec, started = zlib.decompressobj(wbits=31), False
         while True:
-            try:
-                block = fh.read(chunk_bytes)
-            except (EOFError, OSError, zlib.error) as exc:  # truncated or corrupt .gz: keep what was read
-                warnings.append(f"{src.display}: read stopped early ({exc.__class__.__name__}: {exc})")
-                block = b""
-            if not block:
-                break
+            comp = fh.read(min(chunk_bytes, 4 * 1024 * 1024))
+            if not comp:
+                if started and not dec.eof:
+                    warnings.append(f"{src.display}: compressed file ended early (truncated .gz), read up to the cut")
+                return
+            while comp:
+                try:
+                    out = dec.decompress(comp, chunk_bytes)
+                except zlib.error as exc:
+                    warnings.append(f"{src.display}: corrupt .gz ({exc}), read up to the damage")
+                    return
+                started = True
+                if out:
+                    yield out
+                if dec.eof:  # next gzip member, if any
+                    comp = dec.unused_data
+                    if comp and not comp.lstrip(b"\0"):
+                        comp = b""  # zero padding after the last member
+                    dec = zlib.decompressobj(wbits=31)
+                    started = bool(comp)
+                else:
+                    comp = dec.unconsumed_tail
+
+
+def _last_lone_cr(seg: bytes) -> int:
+    """Index of the last carriage return in seg that is not half of a CRLF (a final CR may be), else -1."""
+    return seg.rfind(b"\r", 0, len(seg) - 1) if seg.endswith(b"\r") else seg.rfind(b"\r")
+
+
+def read_chunks(src: Source, warnings: list[str], chunk_bytes: int = CHUNK_BYTES, deadline: Deadline | None = None) -> Iterator[str]:
+    """Text chunks that end on a line boundary; odd bytes become U+FFFD, NULs go, CRLF becomes LF,
+    a carriage-return progress bar glued before a line keeps only what was printed last, and a line
+    longer than MAX_LINE keeps its first MAX_LINE bytes.  With a deadline, stops between chunks when
+    it has passed and says in `warnings` what was not read."""
+    if deadline is not None and deadline.expired():
+        deadline.unread.append(src.display)
+        return
+    tail, dropping, done, cr_before = b"", False, 0, False
+    try:
+        for block in _blocks(src, warnings, chunk_bytes):
+            done += len(block)
+            if dropping:  # inside an overlong line: skip to its end (or to a carriage return that restarts it)
+                nl = block.find(b"\n")
+                seg = block if nl < 0 else block[:nl]
+                r = _last_lone_cr(seg)
+                if r >= 0 or (cr_before and nl != 0):  # a lone \r here, or ending the block before
+                    tail, dropping = _cap(seg[r + 1 :])
+                cr_before = nl < 0 and seg.endswith(b"\r")
+                if nl < 0:
+                    continue
+                block = block[nl:]
             data = tail + block
             cut = data.rfind(b"\n")
             if cut < 0:
-                tail = data
-                continue
-            tail = data[cut + 1 :]
-            yield _decode(data[:cut])
+                tail, dropping = _cap(data)
+            else:
+                tail, dropping = _cap(data[cut + 1 :])
+                yield _decode(data[:cut])
+            if deadline is not None and deadline.expired():
+                warnings.append(f"{src.display}: read stopped after {done:,} bytes (--timeout {deadline.seconds:g} s reached)")
+                return
+    except (EOFError, zlib.error) as exc:
+        warnings.append(f"{src.display}: read stopped early ({exc.__class__.__name__}: {exc})")
+    except OSError as exc:
+        if not done:
+            raise
+        warnings.append(f"{src.display}: read stopped after {done:,} bytes ({exc.strerror or exc})")
     if tail:
         yield _decode(tail)
+
+
+def _cap(line: bytes) -> tuple[bytes, bool]:
+    """An unfinished line: what a progress bar printed last, at most MAX_LINE bytes (→ True: cut)."""
+    if len(line) <= MAX_LINE:
+        return line, False
+    r = _last_lone_cr(line)
+    if r >= 0:
+        line = line[r + 1 :]
+        if len(line) <= MAX_LINE:
+            return line, False
+    return line[:MAX_LINE] + LINE_CUT.encode(), True
 
 
 def _decode(raw: bytes) -> str:
@@ -56,7 +190,15 @@ def _decode(raw: bytes) -> str:
         text = _CR_PROGRESS.sub("", text.replace("\r\n", "\n")).replace("\r", "")
     if "\x00" in text:
         text = text.replace("\x00", "")
+    if len(text) > MAX_LINE and _has_long_line(text):
+        text = "\n".join(ln if len(ln) <= MAX_LINE else ln[:MAX_LINE] + LINE_CUT for ln in text.split("\n"))
     return text
+
+
+def _has_long_line(text: str) -> bool:
+    """True when some window of MAX_LINE/2 characters has no newline (a line of ≥ MAX_LINE always does)."""
+    w = MAX_LINE // 2
+    return any(text.find("\n", i, i + w) < 0 for i in range(0, len(text) - w + 1, w))
 
 
 def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
@@ -67,25 +209,123 @@ def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
     return line.str.contains(literal) | line.str.contains(grammar.KEEP_ANCHORED) | near
 
 
+def _required(nodes) -> set[str] | None:
+    """Literal strings one of which every match of the parsed regex `nodes` contains (None: unknown)."""
+    from re import _constants as C  # noqa: N812
+
+    best: set[str] | None = None
+    run: list[str] = []
+
+    def consider(cands):
+        nonlocal best
+        if cands and all(cands) and (best is None or min(map(len, cands)) > min(map(len, best))):
+            best = cands
+
+    def flush():
+        if run:
+            consider({"".join(run)})
+            run.clear()
+
+    for op, av in nodes:
+        if op is C.LITERAL:
+            run.append(chr(av))
+            continue
+        if op is C.IN and len(av) == 1 and av[0][0] is C.LITERAL:
+            run.append(chr(av[0][1]))
+            continue
+        flush()
+        if op is C.SUBPATTERN and not (av[1] & 2):  # a group without a local (?i:…)
+            consider(_required(av[3]))
+        elif op is C.BRANCH:
+            subs = [_required(b) for b in av[1]]
+            if all(subs):
+                consider(set().union(*subs))
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
+            consider(_required(av[2]))
+    flush()
+    return best
+
+
+class KeepPlan:
+    """keep_expr, cheaply: the same lines, found without running every regex on every line.
+
+    Over all lines run just two regexes: a pure literal alternation (a literal every pattern match
+    must contain, found by Rust's Teddy/Aho-Corasick prefilter at memchr speed) and the anchored
+    structure regex (it fails within a few bytes of the line start).  The failure patterns' regexes
+    then run only on lines holding one of their literals, in small groups (one alternation of all
+    of them defeats the regex engine's DFA and falls back to a slow NFA)."""
+
+    GROUP = 4
+
+    def __init__(self, pattern_regexes: list[str]):
+        from re import _parser as sre
+
+        regexes = [*grammar.KEEP_LITERAL, *pattern_regexes]
+        lits: set[str] = set()
+        self.unanchored: list[str] = []  # no usable literal: run on every line
+        for rx in regexes:
+            try:
+                tree = sre.parse(rx)
+                req = None if tree.state.flags & 2 else _required(list(tree))  # 2 = re.IGNORECASE
+            except Exception:  # noqa: BLE001  (a construct Python's parser lacks: be safe)
+                req = None
+            if req and min(map(len, req)) >= 3:
+                lits |= req
+            else:
+                self.unanchored.append(rx)
+        self.anchors = "|".join(re.escape(x) for x in sorted(lits, key=lambda x: (-len(x), x)))
+        self.groups = [
+            "|".join(f"(?:{r})" for r in regexes[i : i + self.GROUP]) for i in range(0, len(regexes), self.GROUP)
+        ]
+
+    def candidates(self) -> pl.Expr:
+        line = pl.col("line")
+        expr = line.str.contains(self.anchors) | line.str.contains(grammar.KEEP_ANCHORED_OR_STRUCT)
+        for rx in self.unanchored:
+            expr = expr | line.str.contains(rx)
+        return expr
+
+    def filter(self, df: pl.DataFrame) -> pl.DataFrame:
+        """The rows of df (column `line`) that `df.filter(keep_expr(...))` keeps, in order."""
+        line = pl.col("line")
+        idx = df.select(pl.arg_where(self.candidates()).alias("i")).get_column("i")
+        if not len(idx):
+            return df.clear()
+        sub = df[idx].with_columns(_i=idx)
+        literal = pl.any_horizontal([line.str.contains(g) for g in self.groups])
+        flags = sub.select(
+            "_i",
+            keep=literal | line.str.contains(grammar.KEEP_ANCHORED),
+            struct=line.str.contains(grammar.KEEP_STRUCT),
+        )
+        n = df.height
+        st = flags.filter("struct").get_column("_i")
+        near = pl.concat([st + 1, st + 2]).filter((pl.concat([st + 1, st + 2]) < n))
+        rows = pl.concat([flags.filter("keep").get_column("_i"), near]).unique().sort()
+        return df[rows]
+
+
 def scan(
     sources: list[Source],
     pattern_regexes: list[str],
     progress: Callable[[int], None] | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[pl.DataFrame, list[str]]:
-    """Kept lines of all sources as one frame: src (index), lineno (1-based), line."""
+    """Kept lines of all sources as one frame: src (index), lineno (1-based), line.
+    With a deadline, files and chunks after it has passed are not read (see read_chunks)."""
     warnings: list[str] = []
-    keep = keep_expr(pattern_regexes)
+    keep = KeepPlan(pattern_regexes)
     parts = []
     for src in sources:
         if src.layout == "error-json":
             continue
         first = 1
         try:
-            for text in read_chunks(src, warnings):
+            for text in read_chunks(src, warnings, deadline=deadline):
                 lines = pl.Series("line", [text], dtype=pl.String).str.split("\n").explode()
                 n = len(lines)
                 df = pl.DataFrame({"line": lines}).with_row_index("lineno", offset=first)
-                kept = df.filter(keep)
+                kept = keep.filter(df)
                 if kept.height:
                     parts.append(kept.with_columns(pl.lit(src.index, dtype=pl.Int32).alias("src")))
                 first += n
