@@ -54,6 +54,28 @@ class _DefaultGroup(click.Group):
                 return None
         return super().get_command(ctx, name)
 
+    def invoke(self, ctx):
+        """Safety net: an unexpected exception is one line on stderr and exit 2, not a traceback
+        (MDIAG_DEBUG=1 shows the traceback)."""
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except BrokenPipeError:  # `mdiag … | head`: the reader went away
+            try:
+                sys.stdout = open(os.devnull, "w")
+            except OSError:
+                pass
+            sys.exit(EXIT_USAGE)
+        except Exception as exc:
+            if os.environ.get("MDIAG_DEBUG", "") not in ("", "0"):
+                raise
+            from .report import inert
+
+            msg = inert(" ".join(str(exc).split()))[:500]
+            click.echo(f"mdiag: internal error: {type(exc).__name__}: {msg} (MDIAG_DEBUG=1 shows the traceback)", err=True)
+            sys.exit(EXIT_USAGE)
+
     def parse_args(self, ctx, args):
         if args and args[0] not in self.commands and args[0] not in SUBCOMMANDS and args[0] not in ("--help", "-h", "--version"):
             args = ["run", *args]
@@ -69,11 +91,32 @@ def main() -> None:
 
 
 @main.command("run", help=HELP)
-@click.argument("paths", nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout and nothing else.")
+@click.argument("paths", nargs=-1, required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout and nothing else (= --format json).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default=None,
+              help="text (default, for the terminal), json, or markdown (a summary for a GitHub issue or chat).")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Also write a self-contained HTML report with a per-rank timeline to this file.")
+@click.option("--job-id", default=None, help="The job's id (e.g. SLURM job id), recorded in the JSON as job_id.")
+@click.option("--job", "slurm_job", default=None, metavar="JOBID",
+              help="Diagnose SLURM job JOBID: logs from scontrol (StdOut/StdErr/WorkDir), else files under PATHS "
+                   "(default ./logs) whose names carry the id; adds sacct/scontrol State, ExitCode, Elapsed, "
+                   "NodeList.  `mdiag 1234` is the same as `mdiag --job 1234`.")
+@click.option("--json-out", "json_out", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Also write the JSON report to DIR/<job id or input name>.json (atomically).")
+@click.option("--jsonl", "jsonl", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also append the JSON report as one line to FILE (under a file lock; many jobs may share it).")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(file_okay=False),
               help="Extra folder of pattern *.toml files (repeatable); a pattern with a built-in id replaces it.")
-def run(paths: tuple[str, ...], as_json: bool, pattern_dirs: tuple[str, ...]) -> None:
+@click.option("--timeout", "timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Bound the whole run: stop reading when it is reached and report what was read, "
+                   "marked partial (JSON \"partial\": true; warnings say what was not read).")
+@click.option("--no-redact", "no_redact", is_flag=True,
+              help="Keep secrets found in the logs (tokens, passwords, API keys) in the report; "
+                   "by default they are replaced by <redacted>.")
+def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str | None, job_id: str | None,
+        pattern_dirs: tuple[str, ...], slurm_job: str | None = None, json_out: str | None = None,
+        jsonl: str | None = None, timeout: float | None = None, no_redact: bool = False) -> None:
     from rich.console import Console
 
     from .collect import InputError
@@ -82,13 +125,60 @@ def run(paths: tuple[str, ...], as_json: bool, pattern_dirs: tuple[str, ...]) ->
     from .report import render, to_dict
 
     err = Console(stderr=True)
-    try:
-        d = diagnose(list(paths), pattern_dirs=pattern_dirs)
-    except (InputError, PatternError) as exc:
-        click.echo(f"mdiag: error: {exc}", err=True)
+    from . import slurm
+
+    if slurm_job is None and paths and slurm.is_job_id(paths[0]):
+        slurm_job, paths = paths[0], paths[1:]
+    if not paths and not slurm_job:
+        click.echo("mdiag: error: give log files, folders or globs, or a SLURM job id (mdiag --help)", err=True)
         sys.exit(EXIT_USAGE)
-    if as_json:
-        sys.stdout.write(json.dumps(to_dict(d), ensure_ascii=True) + "\n")
+    try:
+        if slurm_job:
+            d = slurm.diagnose_job(slurm_job, list(paths), pattern_dirs=pattern_dirs)
+            job_id = job_id or slurm_job
+        else:
+            d = diagnose(list(paths), pattern_dirs=pattern_dirs, timeout=timeout)
+    except (InputError, PatternError) as exc:
+        from .report import inert
+
+        click.echo(f"mdiag: error: {inert(str(exc))}", err=True)
+        sys.exit(EXIT_USAGE)
+    if not no_redact:
+        from .redact import redact
+
+        d = redact(d)
+    if as_json and fmt not in (None, "json"):
+        click.echo(f"mdiag: error: --json conflicts with --format {fmt}", err=True)
+        sys.exit(EXIT_USAGE)
+    fmt = "json" if as_json else (fmt or "text")
+    doc = to_dict(d, job_id=job_id) if fmt != "text" or html_file or json_out or jsonl else None
+    if doc is not None and not no_redact:
+        doc = redact(doc)
+    if json_out or jsonl:
+        from .outputs import append_jsonl, report_name, write_json_atomic
+
+        try:
+            if json_out:
+                write_json_atomic(json_out, report_name(job_id, list(paths)), doc)
+            if jsonl:
+                append_jsonl(jsonl, doc)
+        except OSError as exc:
+            click.echo(f"mdiag: error: cannot write the report: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+    if html_file:
+        from .html import write_html
+
+        try:
+            write_html(doc, html_file)
+        except OSError as exc:
+            click.echo(f"mdiag: error: cannot write {html_file}: {exc.strerror or exc}", err=True)
+            sys.exit(EXIT_USAGE)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(doc, ensure_ascii=True) + "\n")
+    elif fmt == "markdown":
+        from .markdown import render as render_markdown
+
+        sys.stdout.write(render_markdown(doc))
     else:
         no_color = bool(os.environ.get("NO_COLOR"))
         out = Console(no_color=no_color, highlight=False, soft_wrap=False)

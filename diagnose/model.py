@@ -124,3 +124,4 @@ class Diagnosis:
     sources: list[Source]
     job: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    partial: bool = False  # --timeout fired: not everything was read (warnings say what)

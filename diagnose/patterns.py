@@ -61,7 +61,11 @@ class Pattern:
     compiled: "regex.Pattern" = field(default=None, repr=False, compare=False)
 
     def search(self, text: str):
-        return self.compiled.search(text, timeout=1.0)
+        """Search with a time limit: a line that takes over a second counts as not matching."""
+        try:
+            return self.compiled.search(text, timeout=1.0)
+        except TimeoutError:
+            return None
 
 
 def builtin_dir() -> Path:
@@ -84,6 +88,44 @@ def _check_rust_regex(rx: str) -> str | None:
     except Exception as exc:  # polars raises ComputeError with the regex crate's message
         return str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
     return None
+
+
+def _pathological(rx: str) -> str | None:
+    """Refuse nested unbounded quantifiers such as `(a+)+` or `(?:\\w+\\s?)*`: the Rust engine runs them in
+    linear time, but the Python engine (named groups, on matched lines) can backtrack exponentially.
+    Overlapping alternatives like `(a|ab)*` are not detected; the 1 s search timeout bounds them."""
+    try:
+        import re._constants as C
+        import re._parser as P
+
+        tree = P.parse(rx)
+    except Exception:  # `regex`-only syntax: nothing to say
+        return None
+    repeats = (C.MAX_REPEAT, C.MIN_REPEAT) + ((C.POSSESSIVE_REPEAT,) if hasattr(C, "POSSESSIVE_REPEAT") else ())
+
+    def children(op, av):
+        if op in repeats:
+            return [av[2]]
+        if op == C.SUBPATTERN:
+            return [av[-1]]
+        if op == C.BRANCH:
+            return list(av[1])
+        if op in (C.ASSERT, C.ASSERT_NOT):
+            return [av[1]]
+        return []
+
+    def variable(items) -> bool:  # contains an unbounded repeat
+        return any((op in repeats and av[1] == C.MAXREPEAT) or any(variable(c) for c in children(op, av)) for op, av in items)
+
+    def nested(items) -> bool:
+        for op, av in items:
+            if op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[1] == C.MAXREPEAT and variable(av[2]):
+                return True
+            if any(nested(c) for c in children(op, av)):
+                return True
+        return False
+
+    return "nested quantifiers (like `(a+)+`) can take exponential time; rewrite without the outer repeat" if nested(tree) else None
 
 
 def load_file(path: Path) -> list[Pattern]:
@@ -118,6 +160,9 @@ def load_file(path: Path) -> list[Pattern]:
         problem = _check_rust_regex(raw["regex"])
         if problem:
             raise PatternError(f"{where}: regex does not compile in the Rust engine: {problem}")
+        problem = _pathological(raw["regex"])
+        if problem:
+            raise PatternError(f"{where}: regex refused: {problem}")
         try:
             compiled = regex.compile(raw["regex"])
         except regex.error as exc:

@@ -13,6 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from .findings import rank_ranges as _ranges
 from .model import Diagnosis, Evidence
 
 SCHEMA_VERSION = 1
@@ -34,7 +35,13 @@ def _ev(e: Evidence | None) -> dict | None:
     return {"file": e.file, "line": e.line} if e else None
 
 
-def to_dict(d: Diagnosis) -> dict:
+def to_dict(d: Diagnosis, job_id: str | None = None) -> dict:
+    """The JSON document; `job_id` (e.g. the SLURM job id) goes into the top-level `job_id` when known."""
+    from .fingerprint import fingerprint
+
+    slurm = getattr(d, "slurm", None)  # set by diagnose.slurm.apply (mdiag JOBID)
+    if job_id is None and isinstance(slurm, dict) and (slurm.get("job_id") or slurm.get("JobId")):
+        job_id = str(slurm.get("job_id") or slurm["JobId"])
     r = d.root_cause
     root = None
     if r:
@@ -45,9 +52,12 @@ def to_dict(d: Diagnosis) -> dict:
             "frames": [{"file": f.file, "line": f.line, "function": f.func} for f in r.frames],
             "why": r.why, "remediation": r.remediation, "details": r.details,
         }
+        root["fingerprint"] = fingerprint(root)
     return {
         "schema_version": SCHEMA_VERSION,
+        "job_id": job_id,
         "status": d.status,
+        "partial": d.partial,
         "root_cause": root,
         "symptoms": [
             {"category": s.category, "pattern": s.pattern, "title": s.title, "message": s.message, "ranks": s.ranks,
@@ -62,6 +72,7 @@ def to_dict(d: Diagnosis) -> dict:
         "job": d.job,
         "sources": [{"file": s.display, "lines": s.lines, "layout": s.layout} for s in d.sources],
         "warnings": d.warnings,
+        **({"slurm": slurm} if isinstance(slurm, dict) else {}),
     }
 
 
@@ -86,6 +97,54 @@ def _frames_view(r) -> list[Text]:
     return out
 
 
+def detail_lines(d: dict) -> list[str]:
+    """The root cause's details as short sentences (the JSON keeps the structure)."""
+    out = []
+    if "lagging_rank" in d:
+        out.append(f"ranks {_ranges(d['timed_out_ranks'])} timed out; rank {d['lagging_rank']} did not: it hung or died first")
+    elif "timed_out_ranks" in d:
+        out.append(f"timed out: ranks {_ranges(d['timed_out_ranks'])}; the rank that stalled is not in the logs")
+    if d.get("also_on_ranks"):
+        out.append(f"same error on ranks {_ranges(d['also_on_ranks'])} ({d.get('occurrences')} occurrences)")
+    if p := d.get("progress"):
+        line = f"training reached iteration {p['last_iteration']:,} of {p['train_iters']:,}"
+        if "seconds_after_last_iteration" in p:
+            line += f", failed {p['seconds_after_last_iteration']} s after it"
+        if p.get("nan_iterations"):
+            line += f"; {p['nan_iterations']} NaN iteration(s)"
+        out.append(line)
+    if o := d.get("oom"):
+        out.append("memory: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in o.items()))
+    if c := d.get("checklist"):
+        items = c["items"]
+        par = items.get("parallelism") or {}
+        out.append(
+            "OOM checklist: "
+            + ", ".join(
+                f"{k.replace('_', ' ')} {v}" for k, v in items.items() if v is not None and k != "parallelism"
+            )
+            + ("" if not par else ", " + " ".join(f"{k.upper()} {v}" for k, v in par.items()))
+            + (f"; not in the logs: {', '.join(c['missing'])}" if c["missing"] else "")
+        )
+    for chk in d.get("failed_checks", []):
+        out.append(f"check failed: {chk['detail']}")
+    if "time_from" in d:
+        out.append(f"time from the {d['time_from']}")
+    if d.get("traceback_truncated"):
+        out.append("the traceback is cut off in the log")
+    return out
+
+
+def cascade(d: Diagnosis) -> str:
+    """One sentence for what followed the root cause: 'then 3 ranks: …; 4× …'."""
+    parts = []
+    for s in d.symptoms[:4]:
+        who = f"{len(s.ranks)} rank{'s' * (len(s.ranks) != 1)}" if s.ranks else f"{s.count}×"
+        parts.append(f"{who}: {s.title[0].lower()}{s.title[1:]}{_delay(d.root_cause.time, s.first_time)}")
+    more = f"; and {len(d.symptoms) - 4} more" if len(d.symptoms) > 4 else ""
+    return "Then " + "; ".join(parts) + more + " (symptoms, not causes)"
+
+
 def _delay(a: datetime | None, b: datetime | None) -> str:
     if not a or not b:
         return ""
@@ -95,11 +154,22 @@ def _delay(a: datetime | None, b: datetime | None) -> str:
     return f" {int(s // 60)} min {int(s % 60)} s later" if s >= 60 else f" {int(s)} s later"
 
 
+def _slurm_line(d: Diagnosis, console: Console) -> None:
+    """One line with what SLURM says about the job (mdiag JOBID)."""
+    s = getattr(d, "slurm", None)
+    if isinstance(s, dict):
+        facts = [f"{label} {s[k]}" for label, k in (("State", "state"), ("ExitCode", "exit_code"),
+                 ("Elapsed", "elapsed"), ("NodeList", "node_list")) if s.get(k)]
+        src = f" (from {s['source']})" if s.get("source") else ""
+        console.print(Text(inert(f"SLURM job {s.get('job_id')}: " + (", ".join(facts) or "no state known") + src)))
+
+
 def render(d: Diagnosis, console: Console) -> None:
     r = d.root_cause
     if r is None:
         console.print(Text("mdiag: no failure found", style="bold green"))
         console.print(Text(f"read {sum(s.lines for s in d.sources):,} lines from {len(d.sources)} file(s)"))
+        _slurm_line(d, console)
         for w in d.warnings:
             console.print(Text(f"warning: {inert(w)}", style="yellow"))
         return
@@ -116,9 +186,7 @@ def render(d: Diagnosis, console: Console) -> None:
                          ("time", r.time and r.time.strftime("%Y-%m-%d %H:%M:%S"))):
         facts.append(f"{label}: {value if value is not None else 'unknown'}")
     body.append(Text("  " + " · ".join(facts), style="dim"))
-    extra = {k: v for k, v in r.details.items() if k not in ("traceback_truncated",)}
-    if extra:
-        body.append(Text("  " + "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in extra.items()), style="dim"))
+    body += [Text("  " + inert(line), style="dim") for line in detail_lines(r.details)]
     if r.frames:
         body += [Text(""), Text("Traceback (job frames first):", style="bold")] + _frames_view(r)
     body += [Text(""), Text("Why", style="bold"), Text(inert(r.why))]
@@ -127,6 +195,7 @@ def render(d: Diagnosis, console: Console) -> None:
         body += [Text(f"  • {inert(x)}") for x in r.remediation]
     console.print(Panel(Group(*body), title=Text("mdiag · root cause"), border_style="red", expand=True))
     if d.symptoms:
+        console.print(Text(inert(cascade(d)), style="bold"))
         t = Table(title=Text("Downstream symptoms"), show_lines=False, expand=True)
         t.add_column("what")
         t.add_column("ranks", justify="right")
@@ -142,5 +211,6 @@ def render(d: Diagnosis, console: Console) -> None:
         console.print(t)
     n = sum(s.lines for s in d.sources)
     console.print(Text(f"read {n:,} lines from {len(d.sources)} file(s)", style="dim"))
+    _slurm_line(d, console)
     for w in d.warnings:
         console.print(Text(f"warning: {inert(w)}", style="yellow"))
