@@ -145,8 +145,11 @@ def _error_file_event(s: Source, patterns: dict[str, Pattern], ctx: JobContext) 
         extra = msg.get("extraInfo", {}) or {}
         stack = extra.get("py_callstack", "")
         stamp = int(extra.get("timestamp", 0)) or None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+        t = datetime.fromtimestamp(stamp) if stamp else None
+        if not isinstance(text, str) or not isinstance(stack, str):
+            raise TypeError("message and py_callstack must be text")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
+        return None  # not torchrun's error file after all: its log lines still count
     block = TracebackBlock(start=1)
     for m in regex.finditer(r'File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>.*)', stack):
         block.frames.append(Frame(file=m["file"], line=int(m["line"]), func=m["func"].strip()))
@@ -160,7 +163,6 @@ def _error_file_event(s: Source, patterns: dict[str, Pattern], ctx: JobContext) 
                 best, best_line = p, ln
     if best is None:
         best = patterns[GENERIC]
-    t = datetime.fromtimestamp(stamp) if stamp else None
     rank = ctx.global_rank(s.local_rank)
     return Event(
         kind="error_file", category=best.category, pattern=best.id, role=best.role, message=best_line.strip(),

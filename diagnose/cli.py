@@ -134,7 +134,7 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
         sys.exit(EXIT_USAGE)
     try:
         if slurm_job:
-            d = slurm.diagnose_job(slurm_job, list(paths), pattern_dirs=pattern_dirs)
+            d = slurm.diagnose_job(slurm_job, list(paths), pattern_dirs=pattern_dirs, timeout=timeout)
             job_id = job_id or slurm_job
         else:
             d = diagnose(list(paths), pattern_dirs=pattern_dirs, timeout=timeout)

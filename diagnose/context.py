@@ -31,8 +31,8 @@ ARG_KEYS = {
     "distributed_timeout_minutes": float,
 }
 _MEMORY = regex.compile(
-    r"\[Rank (?P<rank>\d+)\] \(after (?P<it>\d+) iterations\) memory \(MB\) \| allocated: (?P<a>[\d.]+) \| "
-    r"max allocated: (?P<ma>[\d.]+) \| reserved: (?P<r>[\d.]+) \| max reserved: (?P<mr>[\d.]+)"
+    r"\[Rank (?P<rank>\d+)\] \(after (?P<it>\d+) iterations\) memory \(MB\) \| allocated: (?P<a>\d+(?:\.\d+)?) \| "
+    r"max allocated: (?P<ma>\d+(?:\.\d+)?) \| reserved: (?P<r>\d+(?:\.\d+)?) \| max reserved: (?P<mr>\d+(?:\.\d+)?)"
 )
 _ITER = regex.compile(r"iteration\s+(?P<it>\d+)/\s*(?P<of>\d+) \|")
 _NAN_ITERS = regex.compile(r"number of nan iterations:\s+(?P<n>\d+)")

@@ -254,7 +254,7 @@ def apply(d: Diagnosis, info: JobInfo) -> Diagnosis:
     return d
 
 
-def diagnose_job(job_id: str, paths: list[str], pattern_dirs=(), use_slurm: bool = True) -> Diagnosis:
+def diagnose_job(job_id: str, paths: list[str], pattern_dirs=(), use_slurm: bool = True, timeout: float | None = None) -> Diagnosis:
     """`mdiag JOBID [DIR|FILES]`: find the job's logs, diagnose them, add SLURM's facts.
 
     Files named explicitly are read as they are; a folder is searched for names carrying the job id
@@ -274,7 +274,7 @@ def diagnose_job(job_id: str, paths: list[str], pattern_dirs=(), use_slurm: bool
         logs, warnings = find_logs(info, folders[0] if folders else None)
         logs = [*files, *logs]
     if logs:
-        d = diagnose([str(p) for p in logs], pattern_dirs=pattern_dirs)
+        d = diagnose([str(p) for p in logs], pattern_dirs=pattern_dirs, timeout=timeout)
     elif info.state:
         d = Diagnosis(status="no_failure_found", root_cause=None, symptoms=[], ranks=[], sources=[])
     else:

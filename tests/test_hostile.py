@@ -473,9 +473,6 @@ def test_internal_error_is_one_line(monkeypatch, tmp_path):
     assert isinstance(res.exception, ValueError)
 
 
-@pytest.mark.xfail(reason="classify._error_file_event trusts error.json's types (not this module's file); "
-                          "the safety net turns it into one line and exit 2, but the rest is not diagnosed",
-                   strict=False)
 @pytest.mark.parametrize("content", [
     '{"message": {"message": ["a"], "extraInfo": {}}}',
     '{"message": {"message": "RuntimeError: x", "extraInfo": {"py_callstack": 7}}}',
@@ -497,8 +494,6 @@ def test_corrupt_error_json_is_never_a_traceback(tmp_path):
     assert res.exit_code in (1, 0, 2) and "Traceback" not in res.output and res.output.count("\n") >= 1
 
 
-@pytest.mark.xfail(reason="context._MEMORY accepts '4.002.93' and float() raises (context.py is not this module's); "
-                          "found by the fuzz test, seed 1", strict=False)
 def test_mangled_memory_report_line(tmp_path, validate):
     (tmp_path / "m.log").write_text(
         "[Rank 1] (after 1 iterations) memory (MB) | allocated: 2.06 | max allocated: 2.93 | reserved: 4.00 | "
