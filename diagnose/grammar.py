@@ -30,22 +30,28 @@ EXC_LINE = r"^(?:[A-Za-z_][\w.]*)(?::\s|:$|$)"
 GROUP_MARGIN = r"^\s*(?:\|\s?|\+[-+]*(?: \d+ |-+| \.\.\. )?[-+]*\s*)+"
 
 # Lines worth keeping besides pattern hits, anchored after the prefix so non-matching lines fail fast.
-KEEP_ANCHORED_BODY = (
+KEEP_OTHER_BODY = (
     r"\s*(?:[|+]\s*)*(?:\+ )?(?:Exception Group )?Traceback \(most recent"
     r"|\s*(?:\|\s*)*File \""
     r"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Group|Warning)\b"
     r"|Fatal Python error|Current thread 0x|Thread 0x"
-    r"|\s?\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d"
-    r"|\[?[IWEFCV]\d{3,4} \d\d:\d\d:\d\d"
     r"|\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: "
     r"|  \S+ \.{3,} "
 )
+# Lines that carry a timestamp: kept only as far as the timeline needs them (see scan.thin_timestamps).
+KEEP_TS_BODY = r"\s?\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d|\[?[IWEFCV]\d{3,4} \d\d:\d\d:\d\d"
+KEEP_ANCHORED_BODY = KEEP_OTHER_BODY + r"|" + KEEP_TS_BODY
 KEEP_ANCHORED = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_ANCHORED_BODY + r")"
+KEEP_OTHER = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_OTHER_BODY + r")"
+KEEP_TS = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_TS_BODY + r")"
+PREFIX_ONLY = r"^" + PREFIX_PLAIN
 # Lines in a traceback's neighbourhood are kept too (source lines, message continuations).
 KEEP_STRUCT_BODY = r"\s*(?:\|\s*)*File \"|[A-Za-z_][\w.]*(?::\s|:$|$)|\s*(?:[|+]\s*)*Traceback \("
 KEEP_STRUCT = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_STRUCT_BODY + r")"
 # Both in one anchored pass over every line (the scan's prefilter), each then on the few lines it passes.
 KEEP_ANCHORED_OR_STRUCT = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_ANCHORED_BODY + r"|" + KEEP_STRUCT_BODY + r")"
+# Progress lines: the timeline needs only the last of a run of them (thinned like timestamp-only lines).
+KEEP_THIN = [r"iteration\s+\d+/\s*\d+ \|"]
 KEEP_LITERAL = [
     r"datetime: \d{4}-",
     r"using world size:",
@@ -59,7 +65,6 @@ KEEP_LITERAL = [
     r"global_ranks=\[",
     r"Init COMPLETE",
     r"CUDA_DEVICE_MAX_CONNECTIONS",
-    r"iteration\s+\d+/\s*\d+ \|",
     r"CANCELLED AT \d{4}-",
 ]
 

@@ -410,7 +410,7 @@ def test_timeout_on_a_big_file_stops_between_chunks(tmp_path, monkeypatch):
     p = tmp_path / "big.log"
     p.write_text(TB + "[rank0]: iteration 1 | loss 2.0\n" * 100_000)
     monkeypatch.setattr(scan_mod, "CHUNK_BYTES", 64 * 1024)
-    monkeypatch.setattr(scan_mod.read_chunks, "__defaults__", (64 * 1024, None))
+    monkeypatch.setattr(scan_mod.read_chunks, "__defaults__", (64 * 1024, None, False))
     fire_after(monkeypatch, 3)
     d = diagnose([p], timeout=3)
     assert d.partial and d.sources[0].lines < 100_000
