@@ -2,6 +2,8 @@
 ChildFailedError summaries (which map local ranks to global ranks and hosts)."""
 from __future__ import annotations
 
+import bisect
+
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -77,6 +79,7 @@ class JobContext:
     cuda_device_max_connections: int | None = None
     gpu: str | None = None
     launcher: str | None = None
+    _by_src: dict | None = field(default=None, repr=False)  # failures by file, for echo_of
     failures: list[ChildFailure] = field(default_factory=list)
     local_to_global: dict[tuple[str | None, int], int] = field(default_factory=dict)
     rank_host: dict[int, str] = field(default_factory=dict)
@@ -97,7 +100,15 @@ class JobContext:
 
     def echo_of(self, src: int, line: int) -> ChildFailure | None:
         """The torchrun summary entry whose echoed traceback contains this line, if any."""
-        return next((f for f in self.failures if f.src == src and f.line <= line <= f.end), None)
+        if self._by_src is None:
+            self._by_src = {}
+            for f in sorted(self.failures, key=lambda f: (f.src, f.line)):
+                self._by_src.setdefault(f.src, ([], []))
+                self._by_src[f.src][0].append(f.line)
+                self._by_src[f.src][1].append(f)
+        starts, entries = self._by_src.get(src, ((), ()))
+        i = bisect.bisect_right(starts, line) - 1
+        return entries[i] if i >= 0 and line <= entries[i].end else None
 
     def value(self, key: str):
         """A parallel size or argument, from the 'using world size' line first, then the arguments dump."""
