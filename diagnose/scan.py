@@ -23,7 +23,8 @@ from . import grammar
 from .model import Source
 
 CHUNK_BYTES = 16 * 1024 * 1024
-BATCH_LINES = 150_000  # filter at least this many lines at once: per-call overhead stays small
+BATCH_LINES = 150_000
+COMPACT_ROWS = 100_000  # filter at least this many lines at once: per-call overhead stays small
 MAX_LINE = 256 * 1024  # a longer line keeps its first MAX_LINE bytes (memory and regex time stay bounded)
 LINE_CUT = " …[mdiag: line cut at 256 KiB]"
 # a carriage return not followed by a newline overwrote what was printed before it on the line
@@ -356,14 +357,17 @@ def thin_timestamps(kept: pl.DataFrame) -> pl.DataFrame:
     the last one of each stream in the chunk (its latest time).  Bulk timestamped noise (glog warnings
     from every rank) then costs nothing downstream."""
     if not kept.height or not kept.get_column("tsonly").any():
-        return kept.drop("tsonly")
-    key = pl.col("line").str.extract("(" + grammar.PREFIX_ONLY + ")", 1).str.replace_all(r"\s", "")
+        return kept
+    key = pl.concat_str(
+        [pl.col("src").cast(pl.String), pl.col("line").str.extract("(" + grammar.PREFIX_ONLY + ")", 1).str.replace_all(r"\s", "")],
+        separator="|",
+    )
     t = pl.col("tsonly")
     return kept.with_columns(_k=key).with_columns(
         _next_same=t.shift(-1).over("_k"), _next_any=t.shift(-1)
     ).filter(
         ~t | pl.col("_next_same").is_null() | ~pl.col("_next_same") | ~pl.col("_next_any").fill_null(True)
-    ).drop("tsonly", "_k", "_next_same", "_next_any")
+    ).drop("_k", "_next_same", "_next_any")
 
 
 _CSV = dict(has_header=False, separator="\x1f", quote_char=None, encoding="utf8-lossy",
@@ -444,6 +448,10 @@ def scan(
                 # copy the kept lines out: a gathered string column still points into (and so keeps
                 # alive) the whole chunk's buffers, which would make memory grow with the log's size
                 parts.append(kept.with_columns(line=pl.Series(kept.get_column("line").to_list(), dtype=pl.String)))
+            if sum(p.height for p in parts) > COMPACT_ROWS:
+                # timestamp lines kept as the last of their stream in one chunk are superseded by later
+                # chunks: thinning what was kept so far keeps memory flat however long the log is
+                parts[:] = [thin_timestamps(pl.concat(parts))]
         batch, batched = [], 0
 
     def chunks() -> Iterator[pl.DataFrame]:
@@ -475,6 +483,6 @@ def scan(
     if not parts:
         frame = pl.DataFrame(schema={"lineno": pl.UInt32, "line": pl.String, "src": pl.Int32})
     else:
-        frame = pl.concat(parts)
+        frame = thin_timestamps(pl.concat(parts))
     frame = frame.with_columns(pl.col("lineno").cast(pl.Int64)).select("src", "lineno", "line")
     return frame, warnings

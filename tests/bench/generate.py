@@ -292,9 +292,12 @@ def generate(out: Path, size: int, ranks: int, seed: int = 1, failure: str = "oo
                 out_lines += agents_late[n]
             fh.write(("\n".join(out_lines) + "\n").encode())
             # fill the remainder (a tail of unrelated lines keeps the total size honest)
+            srun = [f"{job.agent(0, '')}srun: error: {job.host[n]}: task {n}: Exited with exit code 1" for n in range(job.nodes)]
+            fh.write(("\n".join(srun) + "\n").encode())
             left = size - fh.tell()
-            if left > 0:
-                fh.write(b"".join(fill(rng, [f"{job.agent(0, '')}srun: error: {job.host[n]}: task {n}: Exited with exit code 1" for n in range(job.nodes)], left, t_dog, t_dog)))
+            if left > 0:  # then the job script's own epilogue output, unrelated to the failure
+                epilog = [f"[epilog] removing scratch files under /scratch/job/{job.host[n]}/{i}" for n in range(job.nodes) for i in range(4)]
+                fh.write(b"".join(fill(rng, epilog, left, t_dog, t_dog)))
     else:
         out.mkdir(parents=True, exist_ok=True)
         full = job.noise_pool(list(range(ranks)), size=max(6000, 4 * ranks))
