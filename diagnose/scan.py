@@ -24,7 +24,8 @@ from .model import Source
 
 CHUNK_BYTES = 16 * 1024 * 1024
 BATCH_LINES = 150_000
-COMPACT_ROWS = 100_000  # filter at least this many lines at once: per-call overhead stays small
+COMPACT_ROWS = 100_000
+SMALL_FILE = 1024 * 1024  # files below this are split in batches, not one by one  # filter at least this many lines at once: per-call overhead stays small
 MAX_LINE = 256 * 1024  # a longer line keeps its first MAX_LINE bytes (memory and regex time stay bounded)
 LINE_CUT = " …[mdiag: line cut at 256 KiB]"
 # a carriage return not followed by a newline overwrote what was printed before it on the line
@@ -455,24 +456,58 @@ def scan(
         batch, batched = [], 0
 
     def chunks() -> Iterator[pl.DataFrame]:
+        small: list[tuple[int, bytes]] = []  # whole small files, split together (thousands of per-rank files)
+        pending = 0
+
+        def split_small() -> pl.DataFrame:
+            nonlocal small, pending
+            counts = pl.DataFrame(
+                {"src": [i for i, _ in small], "n": [d.count(b"\n") + 1 for _, d in small]},
+                schema={"src": pl.Int32, "n": pl.Int64},
+            )
+            df = split_lines(b"\n".join(d for _, d in small)).with_columns(
+                counts.select(
+                    lineno=pl.int_ranges(1, pl.col("n") + 1, dtype=pl.Int64).explode(),
+                    src=pl.col("src").repeat_by("n").explode(),
+                )
+            ).select("lineno", "line", "src")
+            small, pending = [], 0
+            return df
+
         for src in sources:
             if src.layout == "error-json":
                 continue
             first = 1
             try:
+                datas = []
                 for data in read_chunks(src, warnings, deadline=deadline, raw=True):
-                    df = split_lines(data).with_row_index("lineno", offset=first).with_columns(
-                        src=pl.lit(src.index, dtype=pl.Int32)
-                    )
-                    first += df.height
-                    yield df
+                    if not datas and len(data) < SMALL_FILE:
+                        datas.append(data)  # hold it: it may be the file's only chunk
+                        continue
+                    for d in [*datas, data]:
+                        df = split_lines(d).with_row_index("lineno", offset=first).select(
+                            pl.col("lineno").cast(pl.Int64), "line", src=pl.lit(src.index, dtype=pl.Int32)
+                        )
+                        first += df.height
+                        yield df
+                        if progress:
+                            progress(len(d))
+                    datas = []
+                if datas:  # a small file: one chunk, batched with its neighbours
+                    small.append((src.index, datas[0]))
+                    pending += len(datas[0])
+                    first += datas[0].count(b"\n") + 1
                     if progress:
-                        progress(len(data))
+                        progress(len(datas[0]))
+                    if pending >= CHUNK_BYTES:
+                        yield split_small()
             except PermissionError:
                 warnings.append(f"{src.display}: permission denied, skipped")
             except OSError as exc:
                 warnings.append(f"{src.display}: cannot read ({exc.strerror or exc}), skipped")
             src.lines = first - 1
+        if small:
+            yield split_small()
 
     for df in _prefetch(chunks()):  # the next chunk is read and split while this one is filtered
         batch.append(df)
