@@ -1,6 +1,7 @@
 """The `mdiag` command: parses options, calls the library, prints.  Nothing else lives here."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -137,7 +138,8 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
             d = slurm.diagnose_job(slurm_job, list(paths), pattern_dirs=pattern_dirs, timeout=timeout)
             job_id = job_id or slurm_job
         else:
-            d = diagnose(list(paths), pattern_dirs=pattern_dirs, timeout=timeout)
+            with _progress(list(paths)) as advance:
+                d = diagnose(list(paths), pattern_dirs=pattern_dirs, timeout=timeout, progress=advance)
     except (InputError, PatternError) as exc:
         from .report import inert
 
@@ -185,6 +187,33 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
         render(d, out)
     del err
     sys.exit(EXIT_FAILURE_FOUND if d.status == "failed" else EXIT_OK)
+
+
+PROGRESS_BYTES = 200 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def _progress(paths: list[str]):
+    """A progress bar of bytes read on stderr, for big inputs and only when stderr is a terminal
+    (stdout carries nothing but the report or the JSON)."""
+    total = 0
+    if sys.stderr.isatty():
+        from .collect import InputError, expand
+
+        try:
+            total = sum(f.stat().st_size for f in expand(paths)[0])
+        except (InputError, OSError):
+            total = 0
+    if total < PROGRESS_BYTES:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    with Progress("reading logs", BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("read", total=total)
+        yield lambda n: bar.advance(task, n)
 
 
 if __name__ == "__main__":  # pragma: no cover

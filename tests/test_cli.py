@@ -68,3 +68,15 @@ def test_log_text_cannot_drive_the_terminal(tmp_path):
     res = run(tmp_path / "evil.log")
     assert "\x1b]52" not in res.output and "\x1b[2J" not in res.output
     assert "[bold red]boom[/]" in res.output
+
+
+def test_progress_bar_only_for_big_inputs_on_a_terminal(monkeypatch, capsys):
+    import diagnose.cli as cli
+
+    with cli._progress([str(OOM)]) as advance:  # stderr is not a terminal under pytest
+        assert advance is None
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(cli, "PROGRESS_BYTES", 1)
+    with cli._progress([str(OOM)]) as advance:
+        advance(1000)
+    assert capsys.readouterr().out == ""

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import shlex
 import statistics
 import subprocess
 import sys
@@ -68,7 +69,7 @@ def bench_case(name: str, target: Path, answer: dict, anchors: str, repeat: int)
             ok += rc["rank"] == answer["rank"] and rc["category"] == answer["category"]
         except (ValueError, KeyError, TypeError):
             pass
-        g.append(timed(f"cat {files_arg} | grep -c -E '{anchors}'" if not target.is_file()
+        g.append(timed(f"cat {files_arg} | grep -c -E {shlex.quote(anchors)}" if not target.is_file()
                        else ["grep", "-c", "-E", anchors, str(target)], shell=not target.is_file())[0])
         c.append(timed(f"cat {files_arg} > /dev/null", shell=True)[0])
     mm, gm, cm = statistics.median(m), statistics.median(g), statistics.median(c)
