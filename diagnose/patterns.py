@@ -58,7 +58,9 @@ class Pattern:
     near_misses: tuple[str, ...] = ()
     priority: int = 50
     source: str = ""
-    compiled: "regex.Pattern" = field(default=None, repr=False, compare=False)
+    @property
+    def compiled(self) -> "regex.Pattern":
+        return _compile(self.regex)  # compiled on first use: most runs never search in Python
 
     def search(self, text: str):
         """Search with a time limit: a line that takes over a second counts as not matching."""
@@ -66,6 +68,11 @@ class Pattern:
             return self.compiled.search(text, timeout=1.0)
         except TimeoutError:
             return None
+
+
+@lru_cache(maxsize=None)
+def _compile(rx: str) -> "regex.Pattern":
+    return regex.compile(rx)
 
 
 def builtin_dir() -> Path:
@@ -160,20 +167,21 @@ def load_file(path: Path, check_engine: bool = True) -> list[Pattern]:
         problem = _check_rust_regex(raw["regex"]) if check_engine else None
         if problem:
             raise PatternError(f"{where}: regex does not compile in the Rust engine: {problem}")
-        problem = _pathological(raw["regex"])
-        if problem:
-            raise PatternError(f"{where}: regex refused: {problem}")
-        try:
-            compiled = regex.compile(raw["regex"])
-        except regex.error as exc:
-            raise PatternError(f"{where}: regex does not compile: {exc}") from None
+        if check_engine:  # the built-in patterns are proven by the test suite
+            problem = _pathological(raw["regex"])
+            if problem:
+                raise PatternError(f"{where}: regex refused: {problem}")
+            try:
+                _compile(raw["regex"])
+            except regex.error as exc:
+                raise PatternError(f"{where}: regex does not compile: {exc}") from None
         out.append(
             Pattern(
                 id=pid, category=cat, role=raw["role"], regex=raw["regex"],
                 title=raw["title"], why=" ".join(raw["why"].split()),
                 remediation=tuple(raw["remediation"]), examples=tuple(raw["examples"]),
                 near_misses=tuple(raw.get("near_misses", ())),
-                priority=int(raw.get("priority", 50)), source=str(path), compiled=compiled,
+                priority=int(raw.get("priority", 50)), source=str(path),
             )
         )
     return out
