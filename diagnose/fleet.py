@@ -34,7 +34,6 @@ import math
 import os
 import re
 import sys
-import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -457,21 +456,9 @@ def prometheus(tables: dict, top: int = 20) -> str:
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from .outputs import write_text_atomic
+
+    write_text_atomic(path, text)
 
 
 def export(tables: dict, folder: str, fmt: str) -> list[Path]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from datetime import datetime, timedelta
 from html import escape
 from pathlib import Path
@@ -321,18 +320,7 @@ def write_html(doc: dict, path: str | os.PathLike) -> Path:
     """Write the report atomically (temp file in the same folder, then rename)."""
     path = Path(path)
     text = render_html(doc)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from .outputs import write_text_atomic
+
+    write_text_atomic(path, text)
     return path

@@ -26,27 +26,33 @@ def report_name(job_id: str | None, paths: list[str]) -> str:
     return _UNSAFE.sub("_", base).strip("._") or "diagnosis"
 
 
-def write_json_atomic(folder: str | Path, name: str, doc: dict) -> Path:
-    """Write `folder/name.json` so readers never see a partial file: temp file in the same folder + os.replace."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{name}.json"
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write `path` so readers never see a partial file: a temp file in the same folder, fsync, rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, ensure_ascii=True, indent=1)
-            f.write("\n")
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
+        os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
-    return target
+    return path
+
+
+def write_json_atomic(folder: str | Path, name: str, doc: dict) -> Path:
+    """Write `folder/name.json` atomically (see write_text_atomic)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_text_atomic(folder / f"{name}.json", json.dumps(doc, ensure_ascii=True, indent=1) + "\n")
 
 
 def append_jsonl(path: str | Path, doc: dict) -> Path:

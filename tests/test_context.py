@@ -7,7 +7,7 @@ from diagnose import diagnose
 from diagnose.cli import main
 from diagnose.cli_patterns import category_table
 from diagnose.context import JobContext
-from diagnose.findings import config_checks, oom_checklist, oom_figures
+from diagnose.findings import config_checks, oom_figures
 from diagnose.patterns import load
 
 from .conftest import ROOT

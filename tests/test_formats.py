@@ -5,7 +5,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from diagnose import diagnose

@@ -14,7 +14,6 @@ scontrol.  Skipped with the reason when SLURM cannot start here (not root, not i
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
