@@ -118,15 +118,11 @@ def main() -> None:
 def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str | None, job_id: str | None,
         pattern_dirs: tuple[str, ...], slurm_job: str | None = None, json_out: str | None = None,
         jsonl: str | None = None, timeout: float | None = None, no_redact: bool = False) -> None:
-    from rich.console import Console
-
+    from . import slurm
     from .collect import InputError
     from .patterns import PatternError
     from .pipeline import diagnose
     from .report import render, to_dict
-
-    err = Console(stderr=True)
-    from . import slurm
 
     if slurm_job is None and paths and slurm.is_job_id(paths[0]):
         slurm_job, paths = paths[0], paths[1:]
@@ -182,10 +178,11 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
 
         sys.stdout.write(render_markdown(doc))
     else:
+        from rich.console import Console  # imported only for the terminal report
+
         no_color = bool(os.environ.get("NO_COLOR"))
         out = Console(no_color=no_color, highlight=False, soft_wrap=False)
         render(d, out)
-    del err
     sys.exit(EXIT_FAILURE_FOUND if d.status == "failed" else EXIT_OK)
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from rich.console import Console, Group
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # rich is imported where the terminal report is drawn, not for JSON
+    from rich.console import Console
 
 from .findings import rank_ranges as _ranges
 from .model import Diagnosis, Evidence
@@ -79,8 +79,10 @@ def to_dict(d: Diagnosis, job_id: str | None = None) -> dict:
 _LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|^<frozen|/torch/|/usr/lib/")
 
 
-def _frames_view(r) -> list[Text]:
+def _frames_view(r) -> list:
     """The job's own frames, library frames folded into a count."""
+    from rich.text import Text
+
     out, folded = [], 0
     for f in r.frames:
         if _LIBRARY.search(f.file):
@@ -156,6 +158,8 @@ def _delay(a: datetime | None, b: datetime | None) -> str:
 
 def _slurm_line(d: Diagnosis, console: Console) -> None:
     """One line with what SLURM says about the job (mdiag JOBID)."""
+    from rich.text import Text
+
     s = getattr(d, "slurm", None)
     if isinstance(s, dict):
         facts = [f"{label} {s[k]}" for label, k in (("State", "state"), ("ExitCode", "exit_code"),
@@ -165,6 +169,11 @@ def _slurm_line(d: Diagnosis, console: Console) -> None:
 
 
 def render(d: Diagnosis, console: Console) -> None:
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
     r = d.root_cause
     if r is None:
         console.print(Text("mdiag: no failure found", style="bold green"))
