@@ -209,8 +209,9 @@ def _has_long_line(text: str) -> bool:
 
 
 def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
+    """What the scan keeps, as one plain (slow) expression: the reference KeepPlan is tested against."""
     line = pl.col("line")
-    literal = "|".join(f"(?:{r})" for r in [*grammar.KEEP_LITERAL, *pattern_regexes])
+    literal = "|".join(f"(?:{r})" for r in [*grammar.KEEP_LITERAL, *grammar.KEEP_THIN, *pattern_regexes])
     struct = line.str.contains(grammar.KEEP_STRUCT)
     near = struct.shift(1, fill_value=False) | struct.shift(2, fill_value=False)
     return line.str.contains(literal) | line.str.contains(grammar.KEEP_ANCHORED) | near

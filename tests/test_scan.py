@@ -1,0 +1,44 @@
+"""The fast scan keeps exactly the lines the plain reference expression keeps."""
+import pytest
+import polars as pl
+
+from diagnose import collect, patterns, scan
+
+from .conftest import CORPUS, SAMPLES
+
+
+def _logs():
+    roots = [SAMPLES] + ([CORPUS] if CORPUS.is_dir() else [])
+    files, _ = collect.expand([str(r) for r in roots])
+    return [f for f in files if not f.name.endswith(".json")]
+
+
+@pytest.mark.parametrize("path", _logs(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_keep_plan_matches_reference(path):
+    regexes = [p.regex for p in patterns.load()]
+    plan = scan.KeepPlan(regexes)
+    (src,) = collect.describe([path])
+    for data in scan.read_chunks(src, [], raw=True):
+        df = scan.split_lines(data).with_row_index("lineno")
+        fast = plan.filter(df).get_column("lineno").to_list()
+        slow = df.filter(scan.keep_expr(regexes)).get_column("lineno").to_list()
+        assert fast == slow
+
+
+def test_thinning_keeps_what_the_timeline_needs():
+    lines = [
+        "[rank0]:[W1202 10:00:00.1 x.cpp:1] Warning: noise",
+        "[rank0]:[W1202 10:00:01.1 x.cpp:1] Warning: noise",
+        "[rank1]:[W1202 10:00:02.1 x.cpp:1] Warning: noise",
+        "[rank0]:[W1202 10:00:03.1 x.cpp:1] Warning: noise",
+        "[rank0]: RuntimeError: boom",
+        "[rank0]: the message goes on",
+        "[rank0]: and on",
+        "[rank1]:[W1202 10:00:04.1 x.cpp:1] Warning: noise",
+    ]
+    plan = scan.KeepPlan([p.regex for p in patterns.load()])
+    df = pl.DataFrame({"line": lines}).with_row_index("lineno").with_columns(src=pl.lit(0, dtype=pl.Int32))
+    kept = scan.thin_timestamps(plan.filter(df)).get_column("lineno").to_list()
+    # rank0's last time before its error, the error and the two lines after it, rank1's last time;
+    # the earlier timestamp-only noise goes
+    assert kept == [3, 4, 5, 6, 7]
