@@ -137,6 +137,16 @@ def detail_lines(d: dict) -> list[str]:
     return out
 
 
+def _ranks_cell(ranks: list[int], width: int = 24) -> str:
+    """'0-653, 655-1023' style, shortened with the count when long."""
+    if not ranks:
+        return "-"
+    text = _ranges(ranks)
+    if len(text) <= width:
+        return text
+    return f"{len(ranks)} ranks: {text[: width - 8].rsplit(',', 1)[0]}, …"
+
+
 def cascade(d: Diagnosis) -> str:
     """One sentence for what followed the root cause: 'then 3 ranks: …; 4× …'."""
     parts = []
@@ -212,7 +222,7 @@ def render(d: Diagnosis, console: Console) -> None:
         t.add_column("when")
         t.add_column("first evidence")
         for s in d.symptoms[:12]:
-            ranks = ", ".join(map(str, s.ranks[:8])) + (" …" if len(s.ranks) > 8 else "") if s.ranks else "-"
+            ranks = _ranks_cell(s.ranks)
             t.add_row(Text(inert(s.title)), Text(ranks), str(s.count), Text(_delay(r.time, s.first_time).strip() or "-"),
                       Text(inert(str(s.evidence))))
         if len(d.symptoms) > 12:
