@@ -28,8 +28,6 @@ COMPACT_ROWS = 100_000
 SMALL_FILE = 1024 * 1024  # files below this are split in batches, not one by one  # filter at least this many lines at once: per-call overhead stays small
 MAX_LINE = 256 * 1024  # a longer line keeps its first MAX_LINE bytes (memory and regex time stay bounded)
 LINE_CUT = " …[mdiag: line cut at 256 KiB]"
-# a carriage return not followed by a newline overwrote what was printed before it on the line
-_CR_PROGRESS = re.compile(r"(?m)^[^\n]*\r(?!\n|$)")
 
 
 class Deadline:
@@ -136,12 +134,12 @@ def _last_lone_cr(seg: bytes) -> int:
     return seg.rfind(b"\r", 0, len(seg) - 1) if seg.endswith(b"\r") else seg.rfind(b"\r")
 
 
-def read_chunks(src: Source, warnings: list[str], chunk_bytes: int = CHUNK_BYTES, deadline: Deadline | None = None,
-                raw: bool = False) -> Iterator[str | bytes]:
-    """Text chunks that end on a line boundary; odd bytes become U+FFFD, NULs go, CRLF becomes LF,
-    a carriage-return progress bar glued before a line keeps only what was printed last, and a line
-    longer than MAX_LINE keeps its first MAX_LINE bytes.  With a deadline, stops between chunks when
-    it has passed and says in `warnings` what was not read."""
+def read_chunks(src: Source, warnings: list[str], chunk_bytes: int = CHUNK_BYTES,
+                deadline: Deadline | None = None) -> Iterator[bytes]:
+    """Raw chunks that end on a line boundary (split_lines turns each into lines).  A line longer than
+    MAX_LINE is cut while it is read, keeping what a progress bar printed after its last carriage
+    return, so memory stays bounded.  With a deadline, stops between chunks when it has passed and
+    says in `warnings` what was not read."""
     if deadline is not None and deadline.expired():
         deadline.unread.append(src.display)
         return
@@ -165,7 +163,7 @@ def read_chunks(src: Source, warnings: list[str], chunk_bytes: int = CHUNK_BYTES
                 tail, dropping = _cap(data)
             else:
                 tail, dropping = _cap(data[cut + 1 :])
-                yield data[:cut] if raw else _decode(data[:cut])
+                yield data[:cut]
             if deadline is not None and deadline.expired():
                 warnings.append(f"{src.display}: read stopped after {done:,} bytes (--timeout {deadline.seconds:g} s reached)")
                 return
@@ -176,7 +174,7 @@ def read_chunks(src: Source, warnings: list[str], chunk_bytes: int = CHUNK_BYTES
             raise
         warnings.append(f"{src.display}: read stopped after {done:,} bytes ({exc.strerror or exc})")
     if tail:
-        yield tail if raw else _decode(tail)
+        yield tail
 
 
 def _cap(line: bytes) -> tuple[bytes, bool]:
@@ -189,23 +187,6 @@ def _cap(line: bytes) -> tuple[bytes, bool]:
         if len(line) <= MAX_LINE:
             return line, False
     return line[:MAX_LINE] + LINE_CUT.encode(), True
-
-
-def _decode(raw: bytes) -> str:
-    text = raw.decode("utf-8", errors="replace")
-    if "\r" in text:
-        text = _CR_PROGRESS.sub("", text.replace("\r\n", "\n")).replace("\r", "")
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    if len(text) > MAX_LINE and _has_long_line(text):
-        text = "\n".join(ln if len(ln) <= MAX_LINE else ln[:MAX_LINE] + LINE_CUT for ln in text.split("\n"))
-    return text
-
-
-def _has_long_line(text: str) -> bool:
-    """True when some window of MAX_LINE/2 characters has no newline (a line of ≥ MAX_LINE always does)."""
-    w = MAX_LINE // 2
-    return any(text.find("\n", i, i + w) < 0 for i in range(0, len(text) - w + 1, w))
 
 
 def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
@@ -380,7 +361,7 @@ def split_lines(data: bytes) -> pl.DataFrame:
     """A chunk's lines as a frame, split in Rust by polars' CSV reader with a separator that never
     occurs (6× faster than decoding and splitting a str).  Empty lines stay (as ""), CRLF loses its CR,
     odd bytes become U+FFFD; NULs, carriage-return progress bars and overlong lines are then fixed on
-    the few lines that have them, as read_chunks' text path does."""
+    the few lines that have them."""
     if not data:
         return pl.DataFrame({"line": [""]})
     if b"\x1f" in data:
@@ -481,7 +462,7 @@ def scan(
             first = 1
             try:
                 datas = []
-                for data in read_chunks(src, warnings, deadline=deadline, raw=True):
+                for data in read_chunks(src, warnings, deadline=deadline):
                     if not datas and len(data) < SMALL_FILE:
                         datas.append(data)  # hold it: it may be the file's only chunk
                         continue

@@ -256,7 +256,8 @@ def test_long_lines_are_cut_across_chunk_boundaries(tmp_path, monkeypatch):
     p.write_bytes(text.encode())
     src = scan_mod.Source(index=0, path=p, display="x.log", layout="merged")
     for chunk in (1, 7, 64, 65, 200, 10_000):
-        lines = "\n".join(scan_mod.read_chunks(src, [], chunk_bytes=chunk)).split("\n")
+        lines = [ln for data in scan_mod.read_chunks(src, [], chunk_bytes=chunk)
+                 for ln in scan_mod.split_lines(data).get_column("line").to_list()]
         assert len(lines) == 6 and lines[0] == "a" and lines[4] == "d", (chunk, lines)
         assert lines[3] == "last", (chunk, lines)  # a progress bar overwritten by what came after its \r
         for ln in (lines[1], lines[2], lines[5]):
@@ -410,7 +411,7 @@ def test_timeout_on_a_big_file_stops_between_chunks(tmp_path, monkeypatch):
     p = tmp_path / "big.log"
     p.write_text(TB + "[rank0]: iteration 1 | loss 2.0\n" * 100_000)
     monkeypatch.setattr(scan_mod, "CHUNK_BYTES", 64 * 1024)
-    monkeypatch.setattr(scan_mod.read_chunks, "__defaults__", (64 * 1024, None, False))
+    monkeypatch.setattr(scan_mod.read_chunks, "__defaults__", (64 * 1024, None))
     fire_after(monkeypatch, 3)
     d = diagnose([p], timeout=3)
     assert d.partial and d.sources[0].lines < 100_000

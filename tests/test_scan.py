@@ -18,7 +18,7 @@ def test_keep_plan_matches_reference(path):
     regexes = [p.regex for p in patterns.load()]
     plan = scan.KeepPlan(regexes)
     (src,) = collect.describe([path])
-    for data in scan.read_chunks(src, [], raw=True):
+    for data in scan.read_chunks(src, []):
         df = scan.split_lines(data).with_row_index("lineno")
         fast = plan.filter(df).get_column("lineno").to_list()
         slow = df.filter(scan.keep_expr(regexes)).get_column("lineno").to_list()
