@@ -150,8 +150,6 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
         sys.exit(EXIT_USAGE)
     fmt = "json" if as_json else (fmt or "text")
     doc = to_dict(d, job_id=job_id) if fmt != "text" or html_file or json_out or jsonl else None
-    if doc is not None and not no_redact:
-        doc = redact(doc)
     if json_out or jsonl:
         from .outputs import append_jsonl, report_name, write_json_atomic
 

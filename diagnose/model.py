@@ -125,3 +125,4 @@ class Diagnosis:
     job: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     partial: bool = False  # --timeout fired: not everything was read (warnings say what)
+    slurm: dict | None = None  # what SLURM says about the job (mdiag JOBID): state, exit code, elapsed, nodes

@@ -39,7 +39,7 @@ def to_dict(d: Diagnosis, job_id: str | None = None) -> dict:
     """The JSON document; `job_id` (e.g. the SLURM job id) goes into the top-level `job_id` when known."""
     from .fingerprint import fingerprint
 
-    slurm = getattr(d, "slurm", None)  # set by diagnose.slurm.apply (mdiag JOBID)
+    slurm = d.slurm
     if job_id is None and isinstance(slurm, dict) and (slurm.get("job_id") or slurm.get("JobId")):
         job_id = str(slurm.get("job_id") or slurm["JobId"])
     r = d.root_cause
@@ -170,7 +170,7 @@ def _slurm_line(d: Diagnosis, console: Console) -> None:
     """One line with what SLURM says about the job (mdiag JOBID)."""
     from rich.text import Text
 
-    s = getattr(d, "slurm", None)
+    s = d.slurm
     if isinstance(s, dict):
         facts = [f"{label} {s[k]}" for label, k in (("State", "state"), ("ExitCode", "exit_code"),
                  ("Elapsed", "elapsed"), ("NodeList", "node_list")) if s.get(k)]

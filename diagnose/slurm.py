@@ -232,7 +232,7 @@ def find_logs(info: JobInfo, folder: str | Path | None = None) -> tuple[list[Pat
 
 def apply(d: Diagnosis, info: JobInfo) -> Diagnosis:
     """Attach the SLURM facts to the diagnosis; the job State decides the category when the logs are silent."""
-    d.slurm = info.to_dict()  # type: ignore[attr-defined]
+    d.slurm = info.to_dict()
     d.warnings.extend(w for w in info.warnings if w not in d.warnings)
     category = STATE_CATEGORY.get(info.state or "")
     weak = d.root_cause is None or d.root_cause.category == "unknown"
