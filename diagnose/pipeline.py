@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import classify, collect, context, findings, patterns as patterns_mod, scan, timeline, tracebacks
+from . import attribute, classify, collect, context, findings, patterns as patterns_mod, scan, timeline, tracebacks
 from .model import Diagnosis
 
 
@@ -28,7 +28,7 @@ def diagnose(
     warnings += read_warnings
     if deadline and deadline.fired:
         warnings.append(deadline.summary())
-    df = context_frame(kept, sources)
+    df = attribute.attribute(kept, sources)
     df, _year = timeline.add_times(df, sources)
     df = classify.match_patterns(df, pats)
     df = tracebacks.flags(df)
@@ -58,12 +58,6 @@ def diagnose(
         warnings=warnings,
         partial=bool(deadline and deadline.fired),
     )
-
-
-def context_frame(kept: pl.DataFrame, sources) -> pl.DataFrame:
-    from .attribute import attribute
-
-    return attribute(kept, sources)
 
 
 def enrich(root, ctx, job: dict) -> None:

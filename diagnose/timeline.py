@@ -16,14 +16,11 @@ from . import grammar
 from .model import Source
 
 
-def _parts(expr: pl.Expr, rx: str) -> pl.Expr:
-    return expr.str.extract_groups(rx)
-
-
 def add_times(df: pl.DataFrame, sources: list[Source]) -> tuple[pl.DataFrame, int | None]:
     msg = pl.col("msg")
     df = df.with_columns(
-        _iso=_parts(msg, grammar.TS_ISO), _glog=_parts(msg, grammar.TS_GLOG), _lab=_parts(msg, grammar.TS_LABELLED)
+        _iso=msg.str.extract_groups(grammar.TS_ISO), _glog=msg.str.extract_groups(grammar.TS_GLOG),
+        _lab=msg.str.extract_groups(grammar.TS_LABELLED),
     )
     i, g, lab = (pl.col(c) for c in ("_iso", "_glog", "_lab"))
     md = g.struct.field("MD")
