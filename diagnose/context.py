@@ -147,15 +147,13 @@ def read_context(df: pl.DataFrame) -> JobContext:
             r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |arguments ---|memory \(MB\) \||"
             r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd"
         )
-        | pl.col("task").is_not_null()
-    ).select("src", "lineno", "msg", "ts", "time", "task")
+    ).select("src", "lineno", "msg", "ts", "time")
     in_root = False
     cur: ChildFailure | None = None
     dump: dict | None = None
-    launchers = set()
-    for src, lineno, msg, ts, time, task in msgs.iter_rows():
-        if task is not None:
-            launchers.add("srun")
+    # an srun task id on any kept line (its --label prefix, or %t in a per-task file name)
+    launchers = {"srun"} if df.get_column("task").is_not_null().any() else set()
+    for src, lineno, msg, ts, time in msgs.iter_rows():
         if "-- arguments --" in msg or "--- arguments ---" in msg:
             dump = {}
             ctx.arg_dumps.append(dump)
