@@ -23,6 +23,10 @@ UNKNOWN = "unknown.no_evidence"
 _PG_RANK = regex.compile(grammar.PG_RANK)
 _LOCAL = regex.compile(r"local_rank: (\d+)")
 _TIMEOUTS = ("nccl.watchdog_timeout", "nccl.gloo_timeout")
+# A rank that lost its peer only says another rank went away first (often after that rank's own timeout).
+_PEER_GONE = ("nccl.peer_closed",)
+# Communication failures that name the rank that noticed, not the rank that failed.
+_WAITED = _TIMEOUTS + _PEER_GONE
 
 
 def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFrame:
@@ -185,7 +189,8 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
     )
     for tier in tiers:
         if tier:
-            tier.sort(key=lambda e: e.order)
+            primary = any(e.pattern not in _PEER_GONE for e in tier)
+            tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, e.order))
             root = tier[0]
             same = [e for e in tier[1:] if _same_failure(root, e)]
             notes = _lagging_rank(root, tier, ctx) if root.is_comm else {}
@@ -202,15 +207,21 @@ _FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.s
 
 
 def _lagging_rank(root: Event, comm: list[Event], ctx: JobContext) -> dict:
-    """All ranks but one report a collective timeout: the silent one is the straggler (it hung or died)."""
-    if root.pattern not in _TIMEOUTS:
+    """All ranks but one report a communication failure (a timeout, or a peer that went away): the silent
+    one is the straggler (it hung or died)."""
+    if root.pattern not in _WAITED:
         return {}
-    reporters = {e.rank for e in comm if e.pattern in _TIMEOUTS and e.rank is not None}
+    notes = {}
+    for key, kinds in (("timed_out_ranks", _TIMEOUTS), ("peer_closed_ranks", _PEER_GONE)):
+        ranks = sorted({e.rank for e in comm if e.pattern in kinds and e.rank is not None})
+        if ranks:
+            notes[key] = ranks
+    reporters = {e.rank for e in comm if e.rank is not None}
     world = ctx.world_size
     if not world or len(reporters) != world - 1 or not all(0 <= r < world for r in reporters):
-        return {"timed_out_ranks": sorted(reporters)} if reporters else {}
+        return notes
     (silent,) = set(range(world)) - reporters
-    return {"lagging_rank": silent, "timed_out_ranks": sorted(reporters), "world_size": world}
+    return {"lagging_rank": silent, **notes, "world_size": world}
 
 
 def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, Pattern], ctx: JobContext) -> RootCause:
@@ -220,8 +231,8 @@ def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, P
     if "no_root_evidence" in notes:
         p = patterns[root.pattern]
         details["reported_by"] = p.title
-    if root.is_comm and root.pattern in _TIMEOUTS:
-        # a timeout names the rank that waited, not the one that failed
+    if root.is_comm and root.pattern in _WAITED:
+        # a timeout or a lost peer names the rank that waited, not the one that failed
         details["reported_by_rank"] = root.rank
         rank = notes.get("lagging_rank")
     if same:

@@ -150,6 +150,29 @@ def test_nccl_only_failure_says_so_and_names_the_silent_rank(write):
     assert any("MASTER_ADDR" in x or "same command" in x for x in r.remediation)
 
 
+def test_a_lost_peer_before_the_timeouts_still_names_the_silent_rank(write):
+    # Under load one rank can see its peer go away (that peer exited after its own timeout) before the
+    # timeouts are printed: the lost peer is the later link of the chain, and that rank is not silent.
+    closed = ("[rank3]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+              "Connection closed by peer [127.0.0.1]:56969. This is typically caused by a remote worker crashing.\n")
+    log = write(
+        "hang.log",
+        "using world size: 4, data-parallel size: 4, context-parallel size: 1, tensor-model-parallel size: 1, pipeline-model-parallel size: 1 \n"
+        + closed + "".join(TIMEOUT.format(r=r, s=r) for r in (0, 2)),
+    )
+    r = diagnose([log]).root_cause
+    assert r.pattern == "nccl.watchdog_timeout" and r.rank == 1
+    assert r.details["timed_out_ranks"] == [0, 2] and r.details["peer_closed_ranks"] == [3]
+
+
+def test_a_lost_peer_alone_names_the_silent_rank_not_the_reporter(write):
+    closed = ("[rank{r}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+              "Connection closed by peer [127.0.0.1]:56969. This is typically caused by a remote worker crashing.\n")
+    log = write("peer.log", "".join(closed.format(r=r) for r in (0, 1)))
+    r = diagnose([log]).root_cause
+    assert r.pattern == "nccl.peer_closed" and r.rank is None and r.details["reported_by_rank"] == 0
+
+
 def test_nccl_timeout_without_a_silent_rank_names_no_rank(write):
     log = write("t.log", "".join(TIMEOUT.format(r=r, s=r) for r in (0, 1)))
     r = diagnose([log]).root_cause
