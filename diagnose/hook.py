@@ -20,17 +20,21 @@ import click
 
 SNIPPET = r"""# --- mdiag: diagnose this job automatically when it fails ------------------------------
 # Put these lines near the top of the sbatch script (before the training command).  They
-# only act when the script exits non-zero, never run longer than {timeout} s, never print
+# only act when the script exits non-zero, never run longer than {hard} s, never print
 # into the job's output except one line on stderr, and keep the job's exit code.
 MDIAG_BIN="${{MDIAG_BIN:-{mdiag}}}"
 MDIAG_OUT="${{MDIAG_OUT:-{out}}}"
 _mdiag_on_exit() {{
   local rc=$?
   trap - EXIT
+  # SLURM sends SIGTERM to every process of the job (time limit, scancel): mdiag ignores it and
+  # stops reading after {timeout} s; `timeout` sends SIGKILL {hard} s after the start in any case.
+  trap '' TERM
   if [ "$rc" -ne 0 ] && [ -n "${{SLURM_JOB_ID:-}}" ]; then
     local st=0
     if command -v timeout >/dev/null 2>&1; then
-      timeout -k 5 {timeout} "$MDIAG_BIN" --job "$SLURM_JOB_ID" --json-out "$MDIAG_OUT"{jsonl} >/dev/null 2>"$MDIAG_OUT/.mdiag-$SLURM_JOB_ID.err" || st=$?
+      timeout -s KILL {hard} bash -c 'trap "" TERM; exec "$0" "$@"' "$MDIAG_BIN" --job "$SLURM_JOB_ID" --timeout {timeout} \
+        --json-out "$MDIAG_OUT"{jsonl} >/dev/null 2>"$MDIAG_OUT/.mdiag-$SLURM_JOB_ID.err" || st=$?
     else
       st=127
     fi
@@ -108,7 +112,7 @@ def snippet(timeout: int = 60, out: str = "${SLURM_SUBMIT_DIR:-$PWD}/mdiag", jso
             mdiag: str | None = None) -> str:
     mdiag = mdiag or _mdiag_path()
     j = f' --jsonl "{jsonl}"' if jsonl else ""
-    return SNIPPET.format(timeout=timeout, out=out, mdiag=mdiag, jsonl=j)
+    return SNIPPET.format(timeout=timeout, hard=timeout + 5, out=out, mdiag=mdiag, jsonl=j)
 
 
 def dependent(timeout: int = 60, out: str = "${SLURM_SUBMIT_DIR:-$PWD}/mdiag", jsonl: str | None = None,

@@ -79,6 +79,34 @@ def test_sigterm_runs_the_hook(tmp_path):
     assert p.returncode == 143 and (tmp_path / "ran").exists(), err
 
 
+def test_sigterm_to_every_process_of_the_job_does_not_stop_the_diagnosis(tmp_path):
+    """slurmstepd signals every process of the job, so the TERM of a time limit can arrive again
+    while the trap's mdiag runs: it must finish and write its report (SIGKILL still bounds it)."""
+    import os
+    import signal
+    import time
+
+    (tmp_path / "logs").mkdir()
+    log = tmp_path / "logs" / "train-4321.err"
+    mdiag = _fake_mdiag(tmp_path, f'sleep 2; exec {sys.executable} -m diagnose.cli "$@"')
+    script = tmp_path / "job.sh"
+    script.write_text(hook_mod.snippet(timeout=30, out=str(tmp_path / "reports"), mdiag=str(mdiag))
+                      + f"cat {SAMPLE} > {log}\nsleep 30 >/dev/null 2>&1 & wait $!\n")
+    env = {"PATH": f"{mdiag.parent}:/usr/bin:/bin", "SLURM_JOB_ID": "4321", "HOME": str(tmp_path),
+           "SLURM_SUBMIT_DIR": str(tmp_path)}
+    p = subprocess.Popen(["bash", str(script)], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    time.sleep(1)
+    os.killpg(p.pid, signal.SIGTERM)  # the time limit: the script's TERM trap starts the diagnosis
+    time.sleep(1)
+    os.killpg(p.pid, signal.SIGTERM)  # ... and the same signal reaches the running mdiag
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143, err
+    doc = json.loads((tmp_path / "reports" / "4321.json").read_text())
+    assert (doc["root_cause"]["category"], doc["root_cause"]["rank"]) == ("shape", 2)
+    assert "mdiag: diagnosis of job 4321 in" in err
+
+
 def test_hook_command_prints_snippet_dependent_and_epilog(tmp_path):
     out = CliRunner().invoke(main, ["hook", "--timeout", "30", "--json-out", "/data/mdiag"]).output
     assert "trap _mdiag_on_exit EXIT" in out and "timeout -k 5 30" in out and "/data/mdiag" in out
