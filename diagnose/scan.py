@@ -198,12 +198,71 @@ def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
     return line.str.contains(literal) | line.str.contains(grammar.KEEP_ANCHORED) | near
 
 
+_EXPAND = 64  # a finite piece of a regex is spelled out when it has at most this many strings
+
+
+def _finite(op, av) -> set[str] | None:
+    """The strings one parsed regex node matches, when they are few (None: infinite, or too many)."""
+    from re import _constants as C  # noqa: N812
+
+    if op is C.LITERAL:
+        return {chr(av)}
+    if op is C.IN:
+        chars: set[str] = set()
+        for kind, val in av:
+            if kind is C.LITERAL:
+                chars.add(chr(val))
+            elif kind is C.RANGE and val[1] - val[0] < 16:
+                chars |= {chr(c) for c in range(val[0], val[1] + 1)}
+            else:
+                return None  # a negated or large class, or a category such as \s
+        return chars if len(chars) <= 16 else None
+    if op is C.SUBPATTERN and not (av[1] & 2):  # a group without a local (?i:…)
+        return _finite_seq(av[3])
+    if op is C.BRANCH:
+        out: set[str] = set()
+        for branch in av[1]:
+            sub = _finite_seq(branch)
+            if sub is None:
+                return None
+            out |= sub
+        return out if len(out) <= _EXPAND else None
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[1] is not C.MAXREPEAT and av[1] - av[0] <= 3:
+        body = _finite_seq(av[2])
+        if body is None:
+            return None
+        out, power = set(), {""}
+        for k in range(av[1] + 1):
+            if k >= av[0]:
+                out |= power
+            power = {a + b for a in power for b in body}
+            if len(power) > _EXPAND:
+                return None
+        return out if len(out) <= _EXPAND else None
+    return None
+
+
+def _finite_seq(nodes) -> set[str] | None:
+    out = {""}
+    for op, av in nodes:
+        piece = _finite(op, av)
+        if piece is None:
+            return None
+        out = {a + b for a in out for b in piece}
+        if len(out) > _EXPAND:
+            return None
+    return out
+
+
 def _required(nodes) -> set[str] | None:
-    """Literal strings one of which every match of the parsed regex `nodes` contains (None: unknown)."""
+    """Literal strings one of which every match of the parsed regex `nodes` contains (None: unknown).
+
+    Consecutive finite pieces are spelled out (`grad norm: (?:nan|inf)` → both full strings), so a
+    gate literal is as specific as the regex allows and common log text does not open the gate."""
     from re import _constants as C  # noqa: N812
 
     best: set[str] | None = None
-    run: list[str] = []
+    run: set[str] = {""}
 
     def consider(cands):
         nonlocal best
@@ -211,19 +270,20 @@ def _required(nodes) -> set[str] | None:
             best = cands
 
     def flush():
-        if run:
-            consider({"".join(run)})
-            run.clear()
+        nonlocal run
+        consider(run)
+        run = {""}
 
     for op, av in nodes:
-        if op is C.LITERAL:
-            run.append(chr(av))
-            continue
-        if op is C.IN and len(av) == 1 and av[0][0] is C.LITERAL:
-            run.append(chr(av[0][1]))
+        piece = _finite(op, av)
+        if piece is not None and len(run) * len(piece) <= _EXPAND:
+            run = {a + b for a in run for b in piece}
             continue
         flush()
-        if op is C.SUBPATTERN and not (av[1] & 2):  # a group without a local (?i:…)
+        if piece is not None:  # finite but too many together with the run before it: start afresh
+            run = piece
+            continue
+        if op is C.SUBPATTERN and not (av[1] & 2):
             consider(_required(av[3]))
         elif op is C.BRANCH:
             subs = [_required(b) for b in av[1]]
@@ -281,6 +341,13 @@ class KeepPlan:
                 pairs += [(lit, g) for lit in set().union(*reqs)]
         self.literals = sorted(lits)
         self.gate = pl.DataFrame(pairs, schema={"lit": pl.String, "g": pl.Int64}, orient="row")
+        gate_lits = {lit for lit, _ in pairs}
+        self.gate_literals = sorted(gate_lits)
+        # Progress lines hold only the thinning literal: one more literal pass keeps them (the bulk of
+        # the literal hits in a long run) away from the per-literal gate below.
+        self.gate_anchors = (
+            None if gate_lits == lits else "|".join(re.escape(x) for x in sorted(gate_lits, key=lambda x: (-len(x), x)))
+        )
 
     def candidates(self) -> pl.Expr:
         line = pl.col("line")
@@ -306,9 +373,10 @@ class KeepPlan:
             return df.clear().with_columns(tsonly=pl.lit(False))
         lit = sub.filter("_lit").select("_i", "line")
         core_ids = [sub.filter(line.str.contains(grammar.KEEP_OTHER)).get_column("_i")]
+        gated = lit if self.gate_anchors is None else lit.filter(line.str.contains(self.gate_anchors))
         # which groups each line may match: the literals it holds (one Aho-Corasick pass), joined to groups
         found = (
-            lit.select("_i", lit=line.str.extract_many(self.literals, overlapping=True))
+            gated.select("_i", lit=line.str.extract_many(self.gate_literals, overlapping=True))
             .explode("lit").drop_nulls().unique().join(self.gate, on="lit").select("_i", "g").unique()
         )
         todo = {g: ids for (g,), ids in found.group_by(["g"])}
@@ -316,7 +384,7 @@ class KeepPlan:
             if g in self.ungated:
                 part = lit
             elif g in todo:
-                part = lit.filter(pl.col("_i").is_in(todo[g].get_column("_i").implode()))
+                part = gated.filter(pl.col("_i").is_in(todo[g].get_column("_i").implode()))
             else:
                 continue
             core_ids.append(part.filter(line.str.contains(rx)).get_column("_i"))

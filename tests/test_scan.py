@@ -42,3 +42,29 @@ def test_thinning_keeps_what_the_timeline_needs():
     # rank0's last time before its error, the error and the two lines after it, rank1's last time;
     # the earlier timestamp-only noise goes
     assert kept == [3, 4, 5, 6, 7]
+
+
+def test_keep_plan_keeps_every_pattern_example():
+    """Every example line of every pattern reaches its regex through the literal gate."""
+    pats = patterns.load()
+    regexes = [p.regex for p in pats]
+    lines = [ex for p in pats for ex in p.examples] + [nm for p in pats for nm in p.near_misses]
+    df = pl.DataFrame({"line": lines}).with_row_index("lineno")
+    fast = scan.KeepPlan(regexes).filter(df).get_column("lineno").to_list()
+    assert fast == df.filter(scan.keep_expr(regexes)).get_column("lineno").to_list()
+    examples = sum(len(p.examples) for p in pats)
+    assert set(range(examples)) <= set(fast)
+
+
+@pytest.mark.parametrize("rx,want", [
+    (r"\| grad norm: (?:nan|inf|-inf) \|", {"| grad norm: nan |", "| grad norm: inf |", "| grad norm: -inf |"}),
+    (r"number of nan iterations: {1,3}[1-9]", {f"number of nan iterations:{' ' * k}{d}" for k in (1, 2, 3) for d in range(1, 10)}),
+    (r"number of nan iterations:\s*[1-9]", {"number of nan iterations:"}),
+    (r"(?:a|b)x?yz", {"axyz", "ayz", "bxyz", "byz"}),
+    (r"abc[^x]def", {"abc"}),
+    (r"CUDA out of memory|CUBLAS_STATUS_ALLOC_FAILED", {"CUDA out of memory", "CUBLAS_STATUS_ALLOC_FAILED"}),
+])
+def test_required_literals_are_spelled_out_where_finite(rx, want):
+    from re import _parser as sre
+
+    assert scan._required(list(sre.parse(rx))) == want
