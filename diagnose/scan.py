@@ -157,13 +157,13 @@ def read_chunks(src: Source, warnings: list[str], chunk_bytes: int = CHUNK_BYTES
                 if nl < 0:
                     continue
                 block = block[nl:]
-            data = tail + block
-            cut = data.rfind(b"\n")
+            cut = block.rfind(b"\n")
             if cut < 0:
-                tail, dropping = _cap(data)
-            else:
-                tail, dropping = _cap(data[cut + 1 :])
-                yield data[:cut]
+                tail, dropping = _cap(tail + block)
+            else:  # one copy of the block, not two (joining, then cutting)
+                out = b"".join((tail, memoryview(block)[:cut]))
+                tail, dropping = _cap(block[cut + 1 :])
+                yield out
             if deadline is not None and deadline.expired():
                 warnings.append(f"{src.display}: read stopped after {done:,} bytes (--timeout {deadline.seconds:g} s reached)")
                 return
@@ -410,7 +410,8 @@ def thin_timestamps(kept: pl.DataFrame) -> pl.DataFrame:
     if not kept.height or not kept.get_column("tsonly").any():
         return kept
     key = pl.concat_str(
-        [pl.col("src").cast(pl.String), pl.col("line").str.extract("(" + grammar.PREFIX_ONLY + ")", 1).str.replace_all(r"\s", "")],
+        # the whole match (group 0) needs no capture groups, so the regex engine's fast path finds it
+        [pl.col("src").cast(pl.String), pl.col("line").str.extract(grammar.PREFIX_ONLY, 0).str.replace_all(r"\s", "")],
         separator="|",
     )
     t = pl.col("tsonly")
