@@ -1,6 +1,7 @@
 """`mdiag hook`: print the lines that make SLURM diagnose every failed job automatically.
 
-Three ways, all bounded by `timeout` and all leaving the job's exit code as it was:
+Three ways, all leaving the job's exit code as it was.  Each passes `--timeout T` (reading stops and
+the report says it is partial) and `timeout -s KILL T+5` ends mdiag in any case:
 
 * the sbatch snippet (default): a `trap … EXIT` in the batch script that runs mdiag on the job's
   own logs only when the script exits non-zero;
@@ -56,7 +57,7 @@ DEPENDENT = r"""# --- mdiag, no admin needed: a dependent job that runs only if 
 # Put it in the sbatch script (it uses this job's id) or run it after `jid=$(sbatch --parsable …)`.
 sbatch --dependency=afternotok:"$SLURM_JOB_ID" --kill-on-invalid-dep=yes --job-name=mdiag-"$SLURM_JOB_ID" \
   --ntasks=1 --time=5 --output=/dev/null --wrap \
-  "timeout -k 5 {timeout} {mdiag} --job $SLURM_JOB_ID --json-out {out}{jsonl_wrap}" >/dev/null
+  "timeout -s KILL {hard} {mdiag} --job $SLURM_JOB_ID --timeout {timeout} --json-out {out}{jsonl_wrap}" >/dev/null
 # --- end mdiag --------------------------------------------------------------------------
 """
 
@@ -64,7 +65,7 @@ EPILOG = r"""#!/bin/bash
 # mdiag Epilog for administrators: diagnose every failed job on the node it ran on.
 #   slurm.conf:  Epilog={epilog_path}      (runs as root on each node after each job)
 # SLURM >= 22.05 sets SLURM_JOB_EXIT_CODE (raw wait status) and SLURM_JOB_STDOUT/STDERR here.
-# Always exits 0: a failing Epilog would drain the node.  Bounded by timeout.
+# Always exits 0: a failing Epilog would drain the node.  Bounded by --timeout and timeout -s KILL.
 MDIAG_BIN="${{MDIAG_BIN:-{mdiag}}}"
 MDIAG_OUT="${{MDIAG_OUT:-{out}}}"
 [ -n "${{SLURM_JOB_ID:-}}" ] || exit 0
@@ -94,7 +95,7 @@ fi
 mkdir -p "$MDIAG_OUT" 2>/dev/null || exit 0
 # Only this node's copy of a multi-node job's output is read; the batch host holds it.  No RPCs to
 # slurmctld from an Epilog (MDIAG_SLURM_QUERY=0): the exit code comes from SLURM_JOB_EXIT_CODE2.
-MDIAG_SLURM_QUERY=0 timeout -k 5 {timeout} "$MDIAG_BIN" --job "$SLURM_JOB_ID" --json-out "$MDIAG_OUT"{jsonl} \
+MDIAG_SLURM_QUERY=0 timeout -s KILL {hard} "$MDIAG_BIN" --job "$SLURM_JOB_ID" --timeout {timeout} --json-out "$MDIAG_OUT"{jsonl} \
   "${{logs[@]}}" >/dev/null 2>>"$MDIAG_OUT/.mdiag-epilog.err" || true
 exit 0
 """
@@ -119,14 +120,14 @@ def dependent(timeout: int = 60, out: str = "${SLURM_SUBMIT_DIR:-$PWD}/mdiag", j
               mdiag: str | None = None) -> str:
     mdiag = mdiag or _mdiag_path()
     j = f" --jsonl {jsonl}" if jsonl else ""
-    return DEPENDENT.format(timeout=timeout, out=out, mdiag=shlex.quote(mdiag), jsonl_wrap=j)
+    return DEPENDENT.format(timeout=timeout, hard=timeout + 5, out=out, mdiag=shlex.quote(mdiag), jsonl_wrap=j)
 
 
 def epilog(timeout: int = 60, out: str = "/var/log/mdiag", jsonl: str | None = None, mdiag: str | None = None,
            epilog_path: str = "/etc/slurm/epilog.d/mdiag.sh") -> str:
     mdiag = mdiag or _mdiag_path()
     j = f' --jsonl "{jsonl}"' if jsonl else ""
-    return EPILOG.format(timeout=timeout, out=out, mdiag=mdiag, jsonl=j, epilog_path=epilog_path)
+    return EPILOG.format(timeout=timeout, hard=timeout + 5, out=out, mdiag=mdiag, jsonl=j, epilog_path=epilog_path)
 
 
 @click.command("hook", help="Print the sbatch lines (or, with --epilog, an Epilog script) that run mdiag "
