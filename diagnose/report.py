@@ -99,17 +99,22 @@ def _frames_view(r) -> list:
     return out
 
 
+def _ranks(ranks: list[int]) -> str:
+    """'rank 3' or 'ranks 0-2, 5'."""
+    return f"rank{'s' * (len(ranks) > 1)} {_ranges(ranks)}"
+
+
 def detail_lines(d: dict) -> list[str]:
     """The root cause's details as short sentences (the JSON keeps the structure)."""
     out = []
-    said = [f"rank{'s' * (len(d[key]) > 1)} {_ranges(d[key])} {what}" for key, what in
+    said = [f"{_ranks(d[key])} {what}" for key, what in
             (("timed_out_ranks", "timed out"), ("peer_closed_ranks", "lost a peer")) if d.get(key)]
     if "lagging_rank" in d:
         out.append(f"{', '.join(said)}; rank {d['lagging_rank']} did not: it hung or died first")
     elif said:
         out.append(f"{', '.join(said)}; the rank that stalled is not in the logs")
     if d.get("also_on_ranks"):
-        out.append(f"same error on rank{'s' * (len(d['also_on_ranks']) > 1)} {_ranges(d['also_on_ranks'])} ({d.get('occurrences')} occurrences)")
+        out.append(f"same error on {_ranks(d['also_on_ranks'])} ({d.get('occurrences')} occurrences)")
     if p := d.get("progress"):
         line = f"training reached iteration {p['last_iteration']:,} of {p['train_iters']:,}"
         if "seconds_after_last_iteration" in p:
