@@ -19,6 +19,8 @@ from pathlib import Path
 
 import click
 
+KILL_AFTER_S = 5  # `timeout -s KILL` ends mdiag this long after its own --timeout, whatever it is doing
+
 SNIPPET = r"""# --- mdiag: diagnose this job automatically when it fails ------------------------------
 # Put these lines near the top of the sbatch script (before the training command).  They
 # only act when the script exits non-zero, never run longer than {hard} s, never print
@@ -113,21 +115,21 @@ def snippet(timeout: int = 60, out: str = "${SLURM_SUBMIT_DIR:-$PWD}/mdiag", jso
             mdiag: str | None = None) -> str:
     mdiag = mdiag or _mdiag_path()
     j = f' --jsonl "{jsonl}"' if jsonl else ""
-    return SNIPPET.format(timeout=timeout, hard=timeout + 5, out=out, mdiag=mdiag, jsonl=j)
+    return SNIPPET.format(timeout=timeout, hard=timeout + KILL_AFTER_S, out=out, mdiag=mdiag, jsonl=j)
 
 
 def dependent(timeout: int = 60, out: str = "${SLURM_SUBMIT_DIR:-$PWD}/mdiag", jsonl: str | None = None,
               mdiag: str | None = None) -> str:
     mdiag = mdiag or _mdiag_path()
     j = f" --jsonl {jsonl}" if jsonl else ""
-    return DEPENDENT.format(timeout=timeout, hard=timeout + 5, out=out, mdiag=shlex.quote(mdiag), jsonl_wrap=j)
+    return DEPENDENT.format(timeout=timeout, hard=timeout + KILL_AFTER_S, out=out, mdiag=shlex.quote(mdiag), jsonl_wrap=j)
 
 
 def epilog(timeout: int = 60, out: str = "/var/log/mdiag", jsonl: str | None = None, mdiag: str | None = None,
            epilog_path: str = "/etc/slurm/epilog.d/mdiag.sh") -> str:
     mdiag = mdiag or _mdiag_path()
     j = f' --jsonl "{jsonl}"' if jsonl else ""
-    return EPILOG.format(timeout=timeout, hard=timeout + 5, out=out, mdiag=mdiag, jsonl=j, epilog_path=epilog_path)
+    return EPILOG.format(timeout=timeout, hard=timeout + KILL_AFTER_S, out=out, mdiag=mdiag, jsonl=j, epilog_path=epilog_path)
 
 
 @click.command("hook", help="Print the sbatch lines (or, with --epilog, an Epilog script) that run mdiag "
