@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -25,6 +24,9 @@ from diagnose.report import to_dict
 
 pytestmark = pytest.mark.e2e
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0, CPU build)")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "e2e"))
+from make_samples import run_logged  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parent / "e2e" / "tiny_megatron.py"
 RUN_TIMEOUT_S = 90
@@ -68,15 +70,7 @@ def launch(name: str, folder: Path) -> dict:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4", *extra,
            str(SCRIPT), *script_opts, *FAST]
     start = time.monotonic()
-    with open(console, "wb") as f:
-        proc = subprocess.Popen(cmd, cwd=out, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=_env(), start_new_session=True)
-        try:
-            rc = proc.wait(timeout=RUN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            rc = None
+    rc = run_logged(cmd, out, console, _env(), RUN_TIMEOUT_S)
     return {"rc": rc, "seconds": time.monotonic() - start, "path": out if layout == "logdir" else console}
 
 

@@ -210,17 +210,22 @@ def launch(sample: dict, tools: dict, workdir: Path, launcher: str) -> tuple[int
     cmd = base + ["--standalone", "--nproc-per-node", "4", "--master-port", str(free_port())] + extra \
         + ["pretrain_gpt.py"] + sample["script"]
     start = time.monotonic()
+    rc = run_logged(cmd, cwd, console, run_env(tools["venv"]), TIMEOUT_S)
+    return rc, time.monotonic() - start, console
+
+
+def run_logged(cmd: list[str], cwd: Path, console: Path, env: dict, timeout: float) -> int | None:
+    """Run cmd with stdout+stderr merged into `console` (as sbatch --output gives); its whole process
+    group is killed after `timeout` s (None then), so no worker outlives a hung launcher."""
     with open(console, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=run_env(tools["venv"]),
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
         try:
-            rc = proc.wait(timeout=TIMEOUT_S)
+            return proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            rc = None
-    return rc, time.monotonic() - start, console
+            return None
 
 
 def strip_prefix(line: str) -> str:
@@ -234,7 +239,6 @@ def read(path: Path) -> str:
 def check_and_label(sample: dict, rc, seconds: float, console: Path, workdir: Path) -> tuple:
     """Checks the run did what the sample says; returns (expected.json entry, problems, bytes, seconds)."""
     problems = []
-    name = sample["name"]
     files = sorted(p for p in (console.parent.rglob("*") if sample.get("logdir") else [console])
                    if p.is_file())
     texts = {p: read(p) for p in files}
