@@ -7,9 +7,9 @@ timestamps, launcher summaries), and the two lines after each traceback-shaped l
 from __future__ import annotations
 
 import errno
+import io
 import queue
 import threading
-import io
 import os
 import re
 import stat
@@ -298,11 +298,11 @@ def _required(nodes) -> set[str] | None:
 class KeepPlan:
     """keep_expr, cheaply: the same lines, found without running every regex on every line.
 
-    Over all lines run just two regexes: a pure literal alternation (a literal every pattern match
-    must contain, found by Rust's Teddy/Aho-Corasick prefilter at memchr speed) and the anchored
-    structure regex (it fails within a few bytes of the line start).  The failure patterns' regexes
-    then run only on lines holding one of their literals, in small groups (one alternation of all
-    of them defeats the regex engine's DFA and falls back to a slow NFA)."""
+    Over all lines run a pure literal alternation (a literal every pattern match must contain, found
+    by Rust's Aho-Corasick prefilter), the progress-line regex (a memchr-found literal) and two
+    anchored structure regexes (they fail within a few bytes of the line start).  The failure
+    patterns' regexes then run only on lines holding one of their literals, in small groups (one
+    alternation of all of them defeats the regex engine's DFA and falls back to a slow NFA)."""
 
     GROUP = 4
 
@@ -310,6 +310,8 @@ class KeepPlan:
         from re import _parser as sre
 
         regexes = [*grammar.KEEP_LITERAL, *pattern_regexes]
+        # Progress lines (the bulk of the literal hits in a long run) are found by their own regex,
+        # so they stay away from the per-literal gate below.
         self.thin = "|".join(f"(?:{r})" for r in grammar.KEEP_THIN)
         lits: set[str] = set()
         self.unanchored: list[str] = []  # no usable literal: run on every line
@@ -322,11 +324,14 @@ class KeepPlan:
                 req = None
             if req and min(map(len, req)) >= 3:
                 lits |= req
-            else:
+            elif rx not in grammar.KEEP_THIN:
                 self.unanchored.append(rx)
                 req = None
             required.append(req)
-        self.anchors = "|".join(re.escape(x) for x in sorted(lits, key=lambda x: (-len(x), x)))
+        self.literals = sorted(lits)
+        self.anchors = _alternation(lits)  # every literal, the thinning one too (what grep is timed with)
+        hit_lits = set().union(*(r for r in required[: len(regexes)] if r))
+        self.hit_anchors = _alternation(hit_lits)
         # Groups of regexes, each run only on the lines holding one of its members' literals (a gate
         # found by Aho-Corasick); a member without a literal leaves its group ungated.
         self.groups: list[str] = []
@@ -334,45 +339,42 @@ class KeepPlan:
         pairs: list[tuple[str, int]] = []
         for g, i in enumerate(range(0, len(regexes), self.GROUP)):
             self.groups.append("|".join(f"(?:{r})" for r in regexes[i : i + self.GROUP]))
-            reqs = required[i : i + self.GROUP]
+            reqs = required[i : min(i + self.GROUP, len(regexes))]  # not the thinning regex after them
             if any(r is None for r in reqs):
                 self.ungated.append(g)
             else:
                 pairs += [(lit, g) for lit in set().union(*reqs)]
-        self.literals = sorted(lits)
         self.gate = pl.DataFrame(pairs, schema={"lit": pl.String, "g": pl.Int64}, orient="row")
         gate_lits = {lit for lit, _ in pairs}
         self.gate_literals = sorted(gate_lits)
-        # Progress lines hold only the thinning literal: one more literal pass keeps them (the bulk of
-        # the literal hits in a long run) away from the per-literal gate below.
-        self.gate_anchors = (
-            None if gate_lits == lits else "|".join(re.escape(x) for x in sorted(gate_lits, key=lambda x: (-len(x), x)))
-        )
-
-    def candidates(self) -> pl.Expr:
-        line = pl.col("line")
-        expr = line.str.contains(self.anchors) | line.str.contains(grammar.KEEP_ANCHORED_OR_STRUCT)
-        for rx in self.unanchored:
-            expr = expr | line.str.contains(rx)
-        return expr
+        # only when an ungated group's literals are among the hits: one more pass sets those lines apart
+        self.gate_anchors = None if gate_lits == hit_lits else _alternation(gate_lits)
 
     def filter(self, df: pl.DataFrame) -> pl.DataFrame:
         """The rows of df (column `line`) that `df.filter(keep_expr(...))` keeps, in order, with a column
         `tsonly`: kept only for their timestamp (thin_timestamps decides which of those the timeline needs).
-        The pass over every line runs in polars' streaming engine, which spreads it over all cores."""
+
+        The pass over every line runs in polars' streaming engine, which spreads it over all cores, and
+        sorts the survivors three ways: a literal hit, a timestamp, a structure line.  Timestamp lines
+        are the bulk of them in a long run (glog warnings from every rank) and need nothing more; the
+        other regexes run only on the few rows of their own kind."""
         line = pl.col("line")
-        maybe = line.str.contains(self.anchors)
+        maybe = line.str.contains(self.hit_anchors) if self.hit_anchors else pl.lit(False)
         for rx in self.unanchored:
             maybe = maybe | line.str.contains(rx)
         sub = (
-            df.lazy().with_row_index("_i").with_columns(_lit=maybe)
-            .filter(pl.col("_lit") | line.str.contains(grammar.KEEP_ANCHORED_OR_STRUCT))
+            df.lazy().with_row_index("_i")
+            .with_columns(_lit=maybe, _thin=line.str.contains(self.thin), _ts=line.str.contains(grammar.KEEP_TS),
+                          _os=line.str.contains(grammar.KEEP_OTHER_OR_STRUCT))
+            .filter(pl.col("_lit") | pl.col("_thin") | pl.col("_ts") | pl.col("_os"))
             .collect(engine="streaming")
         )
         if not sub.height:
             return df.clear().with_columns(tsonly=pl.lit(False))
         lit = sub.filter("_lit").select("_i", "line")
-        core_ids = [sub.filter(line.str.contains(grammar.KEEP_OTHER)).get_column("_i")]
+        shaped = sub.filter("_os").select("_i", other=line.str.contains(grammar.KEEP_OTHER),
+                                          struct=line.str.contains(grammar.KEEP_STRUCT))
+        core_ids = [shaped.filter("other").get_column("_i")]
         gated = lit if self.gate_anchors is None else lit.filter(line.str.contains(self.gate_anchors))
         # which groups each line may match: the literals it holds (one Aho-Corasick pass), joined to groups
         found = (
@@ -388,18 +390,17 @@ class KeepPlan:
             else:
                 continue
             core_ids.append(part.filter(line.str.contains(rx)).get_column("_i"))
-        flags = sub.select(
-            "_i",
-            ts=line.str.contains(grammar.KEEP_TS) | line.str.contains(self.thin),
-            struct=line.str.contains(grammar.KEEP_STRUCT),
-        )
         n = df.height
-        st = flags.filter("struct").get_column("_i")
+        st = shaped.filter("struct").get_column("_i")
         near = pl.concat([st + 1, st + 2])
         core = pl.concat([*core_ids, near.filter(near < n)]).unique()
-        ts = flags.filter("ts").get_column("_i")
+        ts = sub.filter(pl.col("_ts") | pl.col("_thin")).get_column("_i")
         rows = pl.DataFrame({"_i": pl.concat([core, ts])}).unique().sort("_i")
         return df[rows.get_column("_i")].with_columns(tsonly=~rows.get_column("_i").is_in(core.implode()))
+
+
+def _alternation(literals: set[str]) -> str:
+    return "|".join(re.escape(x) for x in sorted(literals, key=lambda x: (-len(x), x)))
 
 
 def thin_timestamps(kept: pl.DataFrame) -> pl.DataFrame:

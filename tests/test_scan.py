@@ -68,3 +68,35 @@ def test_required_literals_are_spelled_out_where_finite(rx, want):
     from re import _parser as sre
 
     assert scan._required(list(sre.parse(rx))) == want
+
+
+def test_gate_holds_only_the_failure_patterns_literals():
+    """Progress lines (the bulk of the literal hits in a long run) never reach the per-literal gate."""
+    from re import _parser as sre
+
+    regexes = [p.regex for p in patterns.load()]
+    plan = scan.KeepPlan(regexes)
+    members = [*scan.grammar.KEEP_LITERAL, *regexes]
+    for lit, g in plan.gate.iter_rows():
+        group = members[g * plan.GROUP : (g + 1) * plan.GROUP]
+        assert any(lit in (scan._required(list(sre.parse(rx))) or ()) for rx in group), (lit, g)
+    assert "iteration" not in plan.gate_literals
+
+
+def test_keep_plan_with_a_pattern_that_has_no_literal():
+    regexes = [r"(?i)\d+ widgets? lost", *[p.regex for p in patterns.load()]]
+    plan = scan.KeepPlan(regexes)
+    assert plan.ungated
+    lines = [
+        " [2026-01-01 10:00:00] iteration      10/     100 | lm loss: 3.0 |",
+        "3 widgets lost",
+        "[rank1]: iteration 5/10 | 7 widgets lost",
+        "nothing here",
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "  next line",
+    ]
+    df = pl.DataFrame({"line": lines}).with_row_index("lineno")
+    fast = plan.filter(df)
+    assert fast.get_column("lineno").to_list() == df.filter(scan.keep_expr(regexes)).get_column("lineno").to_list()
+    assert fast.get_column("tsonly").to_list() == [True, False, False, False, False]
+
