@@ -430,8 +430,8 @@ _CSV = dict(has_header=False, separator="\x1f", quote_char=None, encoding="utf8-
 def split_lines(data: bytes) -> pl.DataFrame:
     """A chunk's lines as a frame, split in Rust by polars' CSV reader with a separator that never
     occurs (6× faster than decoding and splitting a str).  Empty lines stay (as ""), CRLF loses its CR,
-    odd bytes become U+FFFD; NULs, carriage-return progress bars and overlong lines are then fixed on
-    the few lines that have them."""
+    odd bytes become U+FFFD; NULs, carriage-return progress bars and overlong lines are then mended,
+    in polars too, on the few lines that have them."""
     if not data:
         return pl.DataFrame({"line": [""]})
     if b"\x1f" in data:
@@ -439,22 +439,22 @@ def split_lines(data: bytes) -> pl.DataFrame:
     if data.endswith(b"\n"):
         data += b"\n"  # the CSV reader takes a final newline as the end of the last row, not a new one
     df = pl.read_csv(io.BytesIO(data), **_CSV).select(pl.col("line").fill_null(""))
-    line = pl.col("line")
-    odd = df.select(pl.arg_where(line.str.contains(r"[\x00\r]") | (line.str.len_bytes() > MAX_LINE))).to_series()
-    if len(odd):
-        fixed = [_fix_line(x) for x in df.get_column("line").gather(odd).to_list()]
-        df = df.with_columns(df.get_column("line").scatter(odd, fixed))
+    if b"\r" in data or b"\x00" in data:  # CRLF, progress bars, NULs: mend the lines that have them
+        line = df.get_column("line")
+        rows = line.str.contains(r"[\x00\r]").arg_true()
+        mended = line.gather(rows).str.replace_all("\x00", "", literal=True).str.strip_chars_end("\r")
+        # a progress bar redrawn with carriage returns keeps what it showed last
+        mended = mended.str.split("\r").list.last()
+        df = df.with_columns(line.scatter(rows, mended))
+    long = df.select(pl.arg_where(pl.col("line").str.len_bytes() > MAX_LINE)).to_series()
+    if len(long):
+        line = df.get_column("line")
+        df = df.with_columns(line.scatter(long, [_cut(x) for x in line.gather(long).to_list()]))
     return df
 
 
-def _fix_line(text: str) -> str:
-    text = text.replace("\x00", "")
-    if "\r" in text:
-        parts = [p for p in text.split("\r") if p]
-        text = parts[-1] if parts else ""
-    if len(text) > MAX_LINE:
-        text = text[:MAX_LINE] + LINE_CUT
-    return text
+def _cut(text: str) -> str:
+    return text[:MAX_LINE] + LINE_CUT if len(text) > MAX_LINE else text
 
 
 def _prefetch(items: Iterator, depth: int = 2) -> Iterator:

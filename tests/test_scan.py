@@ -100,3 +100,9 @@ def test_keep_plan_with_a_pattern_that_has_no_literal():
     assert fast.get_column("lineno").to_list() == df.filter(scan.keep_expr(regexes)).get_column("lineno").to_list()
     assert fast.get_column("tsonly").to_list() == [True, False, False, False, False]
 
+
+def test_split_lines_mends_carriage_returns_nuls_and_overlong_lines():
+    data = b"a\r\nbar 10%\rbar 50%\rbar 100%\r\n\r\np\x00q\nx\r\ry\r\r\n" + b"z" * (scan.MAX_LINE + 5) + b"\nend"
+    lines = scan.split_lines(data).get_column("line").to_list()
+    assert lines[:6] == ["a", "bar 100%", "", "pq", "y", "z" * scan.MAX_LINE + scan.LINE_CUT]
+    assert lines[6:] == ["end"]
