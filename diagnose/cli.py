@@ -124,6 +124,9 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
     from .pipeline import diagnose
     from .report import render, to_dict
 
+    from .scan import reuse_freed_blocks
+
+    reuse_freed_blocks()
     if slurm_job is None and paths and slurm.is_job_id(paths[0]):
         slurm_job, paths = paths[0], paths[1:]
     if not paths and not slurm_job:
