@@ -106,3 +106,7 @@ def test_split_lines_mends_carriage_returns_nuls_and_overlong_lines():
     lines = scan.split_lines(data).get_column("line").to_list()
     assert lines[:6] == ["a", "bar 100%", "", "pq", "y", "z" * scan.MAX_LINE + scan.LINE_CUT]
     assert lines[6:] == ["end"]
+
+
+def test_minimal_literals_drop_those_that_hold_another():
+    assert scan._minimal({"Error", "ImportError: ", "abc", "xabcx", "Err"}) == {"Err", "abc"}
