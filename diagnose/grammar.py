@@ -48,7 +48,9 @@ PREFIX_ONLY = r"^" + PREFIX_PLAIN
 # Lines in a traceback's neighbourhood are kept too (source lines, message continuations).
 KEEP_STRUCT_BODY = r"\s*(?:\|\s*)*File \"|[A-Za-z_][\w.]*(?::\s|:$|$)|\s*(?:[|+]\s*)*Traceback \("
 KEEP_STRUCT = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_STRUCT_BODY + r")"
-# The scan's pass over every line sorts timestamp lines (the bulk) from the other shapes.
+# The scan's pass over every line: any of these shapes; then, on those lines, the other shapes
+# (the rest are timestamp lines, the bulk).
+KEEP_ANCHORED_OR_STRUCT = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_ANCHORED_BODY + r"|" + KEEP_STRUCT_BODY + r")"
 KEEP_OTHER_OR_STRUCT = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_OTHER_BODY + r"|" + KEEP_STRUCT_BODY + r")"
 # Progress lines: the timeline needs only the last of a run of them (thinned like timestamp-only lines).
 KEEP_THIN = [r"iteration\s+\d+/\s*\d+ \|"]

@@ -356,25 +356,29 @@ class KeepPlan:
         `tsonly`: kept only for their timestamp (thin_timestamps decides which of those the timeline needs).
 
         The pass over every line runs in polars' streaming engine, which spreads it over all cores, and
-        sorts the survivors three ways: a literal hit, a timestamp, a structure line.  Timestamp lines
-        are the bulk of them in a long run (glog warnings from every rank) and need nothing more; the
-        other regexes run only on the few rows of their own kind."""
+        sorts the survivors: a literal hit, a progress line, a shaped line (timestamp or structure).
+        Timestamp lines are the bulk of them in a long run (glog warnings from every rank) and need one
+        more fail-fast regex; the other regexes run only on the few rows of their own kind."""
         line = pl.col("line")
         maybe = line.str.contains(self.hit_anchors) if self.hit_anchors else pl.lit(False)
         for rx in self.unanchored:
             maybe = maybe | line.str.contains(rx)
         sub = (
             df.lazy().with_row_index("_i")
-            .with_columns(_lit=maybe, _thin=line.str.contains(self.thin), _ts=line.str.contains(grammar.KEEP_TS),
-                          _os=line.str.contains(grammar.KEEP_OTHER_OR_STRUCT))
-            .filter(pl.col("_lit") | pl.col("_thin") | pl.col("_ts") | pl.col("_os"))
+            .with_columns(_lit=maybe, _thin=line.str.contains(self.thin),
+                          _shape=line.str.contains(grammar.KEEP_ANCHORED_OR_STRUCT))
+            .filter(pl.col("_lit") | pl.col("_thin") | pl.col("_shape"))
             .collect(engine="streaming")
         )
         if not sub.height:
             return df.clear().with_columns(tsonly=pl.lit(False))
         lit = sub.filter("_lit").select("_i", "line")
-        shaped = sub.filter("_os").select("_i", other=line.str.contains(grammar.KEEP_OTHER),
-                                          struct=line.str.contains(grammar.KEEP_STRUCT))
+        # a shaped line that is no traceback/launcher/structure line is a timestamp line (the bulk: this
+        # regex fails within a few bytes on them); the few that are get each regex on their own
+        shape = sub.filter("_shape").select("_i", "line", _os=line.str.contains(grammar.KEEP_OTHER_OR_STRUCT))
+        shaped = shape.filter("_os").select("_i", other=line.str.contains(grammar.KEEP_OTHER),
+                                            struct=line.str.contains(grammar.KEEP_STRUCT),
+                                            ts=line.str.contains(grammar.KEEP_TS))
         core_ids = [shaped.filter("other").get_column("_i")]
         gated = lit if self.gate_anchors is None else lit.filter(line.str.contains(self.gate_anchors))
         # which groups each line may match: the literals it holds (one Aho-Corasick pass), joined to groups
@@ -395,7 +399,10 @@ class KeepPlan:
         st = shaped.filter("struct").get_column("_i")
         near = pl.concat([st + 1, st + 2])
         core = pl.concat([*core_ids, near.filter(near < n)]).unique()
-        ts = sub.filter(pl.col("_ts") | pl.col("_thin")).get_column("_i")
+        ts = pl.concat([
+            shape.filter(~pl.col("_os")).get_column("_i"), shaped.filter("ts").get_column("_i"),
+            sub.filter("_thin").get_column("_i"),
+        ])
         rows = pl.DataFrame({"_i": pl.concat([core, ts])}).unique().sort("_i")
         return df[rows.get_column("_i")].with_columns(tsonly=~rows.get_column("_i").is_in(core.implode()))
 
@@ -440,8 +447,10 @@ _CSV = dict(has_header=False, separator="\x1f", quote_char=None, encoding="utf8-
 def split_lines(data: bytes) -> pl.DataFrame:
     """A chunk's lines as a frame, split in Rust by polars' CSV reader with a separator that never
     occurs (6× faster than decoding and splitting a str).  Empty lines stay (as ""), CRLF loses its CR,
-    odd bytes become U+FFFD; NULs, carriage-return progress bars and overlong lines are then mended,
-    in polars too, on the few lines that have them."""
+    odd bytes become U+FFFD, NULs go, and a line redrawn with carriage returns (a progress bar) keeps
+    what it showed last; an overlong line is cut."""
+    if b"\x00" in data:
+        data = data.replace(b"\x00", b"")
     if not data:
         return pl.DataFrame({"line": [""]})
     if b"\x1f" in data:
@@ -449,13 +458,11 @@ def split_lines(data: bytes) -> pl.DataFrame:
     if data.endswith(b"\n"):
         data += b"\n"  # the CSV reader takes a final newline as the end of the last row, not a new one
     df = pl.read_csv(io.BytesIO(data), **_CSV).select(pl.col("line").fill_null(""))
-    if b"\r" in data or b"\x00" in data:  # CRLF, progress bars, NULs: mend the lines that have them
+    if b"\r" in data:  # progress bars (CRLF lost its CR already): keep what a bar showed last
         line = df.get_column("line")
-        rows = line.str.contains(r"[\x00\r]").arg_true()
-        mended = line.gather(rows).str.replace_all("\x00", "", literal=True).str.strip_chars_end("\r")
-        # a progress bar redrawn with carriage returns keeps what it showed last
-        mended = mended.str.split("\r").list.last()
-        df = df.with_columns(line.scatter(rows, mended))
+        rows = line.str.contains("\r", literal=True).arg_true()
+        last = line.gather(rows).str.strip_chars_end("\r").str.split("\r").list.last()
+        df = df.with_columns(line.scatter(rows, last))
     long = df.select(pl.arg_where(pl.col("line").str.len_bytes() > MAX_LINE)).to_series()
     if len(long):
         line = df.get_column("line")

@@ -110,3 +110,8 @@ def test_split_lines_mends_carriage_returns_nuls_and_overlong_lines():
 
 def test_minimal_literals_drop_those_that_hold_another():
     assert scan._minimal({"Error", "ImportError: ", "abc", "xabcx", "Err"}) == {"Err", "abc"}
+
+
+@pytest.mark.parametrize("data,want", [(b"\x00", [""]), (b"\x00\n\x00", ["", ""]), (b"a\r\nb\r\n", ["a", "b", ""])])
+def test_split_lines_counts_every_line(data, want):
+    assert scan.split_lines(data).get_column("line").to_list() == want
