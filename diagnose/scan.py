@@ -444,6 +444,9 @@ _CSV = dict(has_header=False, separator="\x1f", quote_char=None, encoding="utf8-
             truncate_ragged_lines=True, new_columns=["line"], schema={"line": pl.String})
 
 
+_FILE_MARK = b"\n\x1e\n"  # between small files split as one chunk: a line that no log line is
+
+
 def split_lines(data: bytes) -> pl.DataFrame:
     """A chunk's lines as a frame, split in Rust by polars' CSV reader with a separator that never
     occurs (6× faster than decoding and splitting a str).  Empty lines stay (as ""), CRLF loses its CR,
@@ -541,30 +544,33 @@ def scan(
         batch, batched = [], 0
 
     def chunks() -> Iterator[pl.DataFrame]:
-        small: list[tuple[int, bytes]] = []  # whole small files, split together (thousands of per-rank files)
+        small: list[tuple[Source, bytes]] = []  # whole small files, split together (thousands of per-rank files)
         pending = 0
 
         def split_small() -> pl.DataFrame:
+            """The small files' lines, split as one chunk with a marker line between files (the marker
+            byte is blanked in the data), so no Python pass counts each file's newlines."""
             nonlocal small, pending
-            counts = pl.DataFrame(
-                {"src": [i for i, _ in small], "n": [d.count(b"\n") + 1 for _, d in small]},
-                schema={"src": pl.Int32, "n": pl.Int64},
+            srcs = pl.Series([s.index for s, _ in small], dtype=pl.Int32)
+            data = _FILE_MARK.join(d.replace(b"\x1e", b" ") if b"\x1e" in d else d for _, d in small)
+            line = pl.col("line")
+            df = (
+                split_lines(data).with_columns(_f=(line == "\x1e").cum_sum())
+                .filter(line != "\x1e")
+                .select(lineno=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("_f"), line=line, _f=pl.col("_f"))
             )
-            df = split_lines(b"\n".join(d for _, d in small)).with_columns(
-                counts.select(
-                    lineno=pl.int_ranges(1, pl.col("n") + 1, dtype=pl.Int64).explode(),
-                    src=pl.col("src").repeat_by("n").explode(),
-                )
-            ).select("lineno", "line", "src")
+            df = df.select("lineno", "line", src=srcs.gather(df.get_column("_f")))
+            counts = dict(df.group_by("src").len().iter_rows())
+            for s, _ in small:
+                s.lines = counts.get(s.index, 0)
             small, pending = [], 0
             return df
 
         for src in sources:
             if src.layout == "error-json":
                 continue
-            first = 1
+            first, datas = 1, []
             try:
-                datas = []
                 for data in read_chunks(src, warnings, deadline=deadline):
                     if not datas and len(data) < SMALL_FILE:
                         datas.append(data)  # hold it: it may be the file's only chunk
@@ -579,9 +585,8 @@ def scan(
                             progress(len(d))
                     datas = []
                 if datas:  # a small file: one chunk, batched with its neighbours
-                    small.append((src.index, datas[0]))
+                    small.append((src, datas[0]))
                     pending += len(datas[0])
-                    first += datas[0].count(b"\n") + 1
                     if progress:
                         progress(len(datas[0]))
                     if pending >= CHUNK_BYTES:
@@ -590,7 +595,8 @@ def scan(
                 warnings.append(f"{src.display}: permission denied, skipped")
             except OSError as exc:
                 warnings.append(f"{src.display}: cannot read ({exc.strerror or exc}), skipped")
-            src.lines = first - 1
+            if not datas:  # (a small file's lines are counted when its batch is split)
+                src.lines = first - 1
         if small:
             yield split_small()
 

@@ -115,3 +115,15 @@ def test_minimal_literals_drop_those_that_hold_another():
 @pytest.mark.parametrize("data,want", [(b"\x00", [""]), (b"\x00\n\x00", ["", ""]), (b"a\r\nb\r\n", ["a", "b", ""])])
 def test_split_lines_counts_every_line(data, want):
     assert scan.split_lines(data).get_column("line").to_list() == want
+
+
+def test_small_files_split_together_keep_their_own_line_numbers(tmp_path):
+    texts = [b"noise\nRuntimeError: a\n", b"x\x1ey\nnoise\nnoise\nValueError: b", b"\n\nKeyError: c\n"]
+    for i, t in enumerate(texts):
+        (tmp_path / f"job-rank{i}.err").write_bytes(t)
+    files, _ = collect.expand([str(tmp_path)])
+    sources = collect.describe(files)
+    kept, _ = scan.scan(sources, [p.regex for p in patterns.load()])
+    errors = kept.filter(pl.col("line").str.contains("Error")).sort("src").select("src", "lineno", "line").rows()
+    assert errors == [(0, 2, "RuntimeError: a"), (1, 4, "ValueError: b"), (2, 3, "KeyError: c")]
+    assert [s.lines for s in sources] == [2, 4, 3]  # a final newline ends the last line
