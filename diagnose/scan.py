@@ -572,8 +572,8 @@ def scan(
             first, datas = 1, []
             try:
                 for data in read_chunks(src, warnings, deadline=deadline):
-                    if not datas and len(data) < SMALL_FILE:
-                        datas.append(data)  # hold it: it may be the file's only chunk
+                    if first == 1 and not datas and len(data) < SMALL_FILE:
+                        datas.append(data)  # hold the first chunk: it may be the file's only one
                         continue
                     for d in [*datas, data]:
                         df = split_lines(d).with_row_index("lineno", offset=first).select(

@@ -127,3 +127,18 @@ def test_small_files_split_together_keep_their_own_line_numbers(tmp_path):
     errors = kept.filter(pl.col("line").str.contains("Error")).sort("src").select("src", "lineno", "line").rows()
     assert errors == [(0, 2, "RuntimeError: a"), (1, 4, "ValueError: b"), (2, 3, "KeyError: c")]
     assert [s.lines for s in sources] == [2, 4, 3]  # a final newline ends the last line
+
+
+def test_a_short_last_chunk_keeps_the_file_line_numbers(tmp_path, monkeypatch):
+    """A long file whose last chunk is short: that chunk is not taken for a small file of its own."""
+    log = tmp_path / "job.err"
+    log.write_bytes(b"".join(b"noise line %d\n" % i for i in range(400)) + b"RuntimeError: late\n")
+    real = scan.read_chunks
+    monkeypatch.setattr(scan, "read_chunks", lambda src, w, deadline=None: real(src, w, chunk_bytes=1000))
+    monkeypatch.setattr(scan, "SMALL_FILE", 950)
+    (src,) = collect.describe([log])
+    sizes = [len(c) for c in real(src, [], chunk_bytes=1000)]
+    assert min(sizes[:-1]) >= 950 > sizes[-1]  # every chunk long but the last
+    kept, _ = scan.scan([src], [p.regex for p in patterns.load()])
+    assert kept.filter(pl.col("line") == "RuntimeError: late").get_column("lineno").to_list() == [401]
+    assert src.lines == 401
