@@ -427,17 +427,13 @@ def thin_timestamps(kept: pl.DataFrame) -> pl.DataFrame:
     from every rank) then costs nothing downstream."""
     if not kept.height or not kept.get_column("tsonly").any():
         return kept
-    key = pl.concat_str(
-        # the whole match (group 0) needs no capture groups, so the regex engine's fast path finds it
-        [pl.col("src").cast(pl.String), pl.col("line").str.extract(grammar.PREFIX_ONLY, 0).str.replace_all(r"\s", "")],
-        separator="|",
-    )
+    # a stream: the file and its launcher prefix (the regex's whole match needs no capture groups, so
+    # the engine's fast path finds it; prefixes contain no other whitespace than spaces)
+    prefix = pl.col("line").str.extract(grammar.PREFIX_ONLY, 0).str.replace_all(" ", "", literal=True)
     t = pl.col("tsonly")
-    return kept.with_columns(_k=key).with_columns(
-        _next_same=t.shift(-1).over("_k"), _next_any=t.shift(-1)
-    ).filter(
-        ~t | pl.col("_next_same").is_null() | ~pl.col("_next_same") | ~pl.col("_next_any").fill_null(True)
-    ).drop("_k", "_next_same", "_next_any")
+    return kept.with_columns(_p=prefix).filter(
+        ~t | ~t.shift(-1).over("src", "_p").fill_null(False) | ~t.shift(-1).fill_null(True)
+    ).drop("_p")
 
 
 _CSV = dict(has_header=False, separator="\x1f", quote_char=None, encoding="utf8-lossy",
