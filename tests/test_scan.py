@@ -112,7 +112,8 @@ def test_minimal_literals_drop_those_that_hold_another():
     assert scan._minimal({"Error", "ImportError: ", "abc", "xabcx", "Err"}) == {"Err", "abc"}
 
 
-@pytest.mark.parametrize("data,want", [(b"\x00", [""]), (b"\x00\n\x00", ["", ""]), (b"a\r\nb\r\n", ["a", "b", ""])])
+@pytest.mark.parametrize("data,want", [(b"\x00", [""]), (b"\x00\n\x00", ["", ""]), (b"a\r\nb\r\n", ["a", "b", ""]),
+                                       (b"a\r\nb\r\nc\rd\r\n", ["a", "b", "d", ""])])
 def test_split_lines_counts_every_line(data, want):
     assert scan.split_lines(data).get_column("line").to_list() == want
 
