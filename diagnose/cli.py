@@ -123,7 +123,6 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
     from .patterns import PatternError
     from .pipeline import diagnose
     from .report import render, to_dict
-
     from .scan import reuse_freed_blocks
 
     reuse_freed_blocks()

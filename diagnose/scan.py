@@ -562,9 +562,9 @@ def scan(
             df = (
                 split_lines(data).with_columns(_f=(line == "\x1e").cum_sum())
                 .filter(line != "\x1e")
-                .select(lineno=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("_f"), line=line, _f=pl.col("_f"))
+                .select(lineno=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("_f"), line=line,
+                        src=pl.lit(srcs).gather(pl.col("_f")))
             )
-            df = df.select("lineno", "line", src=srcs.gather(df.get_column("_f")))
             counts = dict(df.group_by("src").len().iter_rows())
             for s, _ in small:
                 s.lines = counts.get(s.index, 0)
