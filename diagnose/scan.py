@@ -359,40 +359,63 @@ class KeepPlan:
 
     def filter(self, df: pl.DataFrame) -> pl.DataFrame:
         """The rows of df (column `line`) that `df.filter(keep_expr(...))` keeps, in order, with a column
-        `tsonly`: kept only for their timestamp (thin_timestamps decides which of those the timeline needs).
+        `tsonly` (kept only for their timestamp: thin_timestamps decides which of those the timeline
+        needs) and `_pfx`, the line's launcher prefix (thin_timestamps' stream key).
 
-        The pass over every line runs in polars' streaming engine, which spreads it over all cores, and
-        sorts the survivors: a literal hit, a progress line, a shaped line (timestamp or structure).
-        Timestamp lines are the bulk of them in a long run (glog warnings from every rank) and need one
-        more fail-fast regex; the other regexes run only on the few rows of their own kind."""
-        line = pl.col("line")
+        One query in polars' streaming engine, which spreads it over all cores, runs the tests over
+        every line (a literal hit, a progress line, a shaped line: timestamp or structure) and, on the
+        survivors, the tests that sort them: the bulk are timestamp lines (glog warnings from every
+        rank), which the structure regex fails within a few bytes.  What is left to do one by one is
+        the few rows of their own kind."""
+        line, i = pl.col("line"), pl.col("_i")
         maybe = line.str.contains(self.hit_anchors) if self.hit_anchors else pl.lit(False)
         for rx in self.unanchored:
             maybe = maybe | line.str.contains(rx)
+        shape = pl.col("_shape")
         sub = (
             df.lazy().with_row_index("_i")
             .with_columns(_lit=maybe, _thin=self.thin_first,
                           _shape=line.str.contains(grammar.KEEP_ANCHORED_OR_STRUCT))
-            .filter(pl.col("_lit") | pl.col("_thin") | pl.col("_shape"))
+            .filter(pl.col("_lit") | pl.col("_thin") | shape)
+            .with_columns(_os=shape & line.str.contains(grammar.KEEP_OTHER_OR_STRUCT),
+                          _tr=pl.col("_thin") & line.str.contains(self.thin),
+                          _pfx=_prefix_key)
             .collect(engine="streaming")
         )
         if not sub.height:
-            return df.clear().with_columns(tsonly=pl.lit(False))
-        lit = sub.filter("_lit").select("_i", "line")
-        # a shaped line that is no traceback/launcher/structure line is a timestamp line (the bulk: this
-        # regex fails within a few bytes on them); the few that are get each regex on their own
-        shape = sub.filter("_shape").select("_i", "line", _os=line.str.contains(grammar.KEEP_OTHER_OR_STRUCT))
-        shaped = shape.filter("_os").select("_i", other=line.str.contains(grammar.KEEP_OTHER),
-                                            struct=line.str.contains(grammar.KEEP_STRUCT),
-                                            ts=line.str.contains(grammar.KEEP_TS))
-        core_ids = [shaped.filter("other").get_column("_i")]
+            return df.clear().with_columns(tsonly=pl.lit(False), _pfx=pl.lit(""))
+        # shaped lines that are no plain timestamp line: each shape regex on its own
+        shaped = sub.filter("_os").select("_i", other=line.str.contains(grammar.KEEP_OTHER),
+                                          struct=line.str.contains(grammar.KEEP_STRUCT),
+                                          ts=line.str.contains(grammar.KEEP_TS))
+        core_ids = [shaped.filter("other").get_column("_i"), *self._pattern_hits(sub.filter("_lit"))]
+        st = shaped.filter("struct").get_column("_i")
+        near = pl.concat([st + 1, st + 2])
+        core = pl.concat([*core_ids, near.filter(near < df.height)]).unique()
+        ts = shaped.filter("ts").get_column("_i")
+        in_core = i.is_in(core.implode())
+        keep = sub.filter((shape & ~pl.col("_os")) | pl.col("_tr") | i.is_in(ts.implode()) | in_core).select(
+            *df.columns, "_pfx", tsonly=~in_core, _i=i)
+        # the lines after a traceback line that no test kept (source lines, message continuations)
+        extra = core.filter(~core.is_in(sub.get_column("_i").implode()))
+        if len(extra):
+            more = df[extra].with_columns(_pfx=_prefix_key, tsonly=pl.lit(False), _i=extra)
+            keep = pl.concat([keep, more.select(keep.columns)]).sort("_i")
+        return keep.drop("_i")
+
+    def _pattern_hits(self, lit: pl.DataFrame) -> list[pl.Series]:
+        """Row ids (`_i`) of the literal hits that a failure pattern's regex matches: each group of regexes
+        runs only on the lines holding one of its literals (one Aho-Corasick pass finds which)."""
+        if not lit.height:
+            return []
+        line = pl.col("line")
         gated = lit if self.gate_anchors is None else lit.filter(line.str.contains(self.gate_anchors))
-        # which groups each line may match: the literals it holds (one Aho-Corasick pass), joined to groups
         found = (
             gated.select("_i", lit=line.str.extract_many(self.gate_literals, overlapping=True))
             .explode("lit").drop_nulls().unique().join(self.gate, on="lit").select("_i", "g").unique()
         )
         todo = {g: ids for (g,), ids in found.group_by(["g"])}
+        hits = []
         for g, rx in enumerate(self.groups):
             if g in self.ungated:
                 part = lit
@@ -400,17 +423,8 @@ class KeepPlan:
                 part = gated.filter(pl.col("_i").is_in(todo[g].get_column("_i").implode()))
             else:
                 continue
-            core_ids.append(part.filter(line.str.contains(rx)).get_column("_i"))
-        n = df.height
-        st = shaped.filter("struct").get_column("_i")
-        near = pl.concat([st + 1, st + 2])
-        core = pl.concat([*core_ids, near.filter(near < n)]).unique()
-        ts = pl.concat([
-            shape.filter(~pl.col("_os")).get_column("_i"), shaped.filter("ts").get_column("_i"),
-            sub.filter(pl.col("_thin") & line.str.contains(self.thin)).get_column("_i"),
-        ])
-        rows = pl.DataFrame({"_i": pl.concat([core, ts])}).unique().sort("_i")
-        return df[rows.get_column("_i")].with_columns(tsonly=~rows.get_column("_i").is_in(core.implode()))
+            hits.append(part.filter(line.str.contains(rx)).get_column("_i"))
+        return hits
 
 
 def _minimal(literals: set[str]) -> set[str]:
@@ -426,20 +440,24 @@ def _alternation(literals: set[str]) -> str:
     return "|".join(re.escape(x) for x in sorted(literals, key=lambda x: (-len(x), x)))
 
 
+# A stream's key: its launcher prefix (the regex's whole match needs no capture groups, so the
+# engine's fast path finds it; prefixes contain no other whitespace than spaces, and srun pads them).
+_prefix_key = pl.col("line").str.extract(grammar.PREFIX_ONLY, 0).str.replace_all(" ", "", literal=True)
+
+
 def thin_timestamps(kept: pl.DataFrame) -> pl.DataFrame:
     """Of the lines kept only for their timestamp, keep those the timeline needs: the last one of each
     stream before one of that stream's kept lines, the last one before any kept line of the file, and
     the last one of each stream in the chunk (its latest time).  Bulk timestamped noise (glog warnings
-    from every rank) then costs nothing downstream."""
+    from every rank) then costs nothing downstream.  A stream is a file and a launcher prefix (column
+    `_pfx` where KeepPlan.filter made it)."""
     if not kept.height or not kept.get_column("tsonly").any():
         return kept
-    # a stream: the file and its launcher prefix (the regex's whole match needs no capture groups, so
-    # the engine's fast path finds it; prefixes contain no other whitespace than spaces)
-    prefix = pl.col("line").str.extract(grammar.PREFIX_ONLY, 0).str.replace_all(" ", "", literal=True)
     t = pl.col("tsonly")
-    return kept.with_columns(_p=prefix).filter(
-        ~t | ~t.shift(-1).over("src", "_p").fill_null(False) | ~t.shift(-1).fill_null(True)
-    ).drop("_p")
+    keep = ~t | ~t.shift(-1).over("src", "_pfx").fill_null(False) | ~t.shift(-1).fill_null(True)
+    if "_pfx" in kept.columns:
+        return kept.filter(keep)
+    return kept.with_columns(_pfx=_prefix_key).filter(keep).drop("_pfx")
 
 
 _CSV = dict(has_header=False, separator="\x1f", quote_char=None, encoding="utf8-lossy",
@@ -541,7 +559,8 @@ def scan(
             if kept.height:
                 # copy the kept lines out: a gathered string column still points into (and so keeps
                 # alive) the whole chunk's buffers, which would make memory grow with the log's size
-                parts.append(kept.with_columns(line=pl.Series(kept.get_column("line").to_list(), dtype=pl.String)))
+                parts.append(kept.with_columns(pl.Series(c, kept.get_column(c).to_list(), dtype=pl.String)
+                                               for c in ("line", "_pfx")))
             if sum(p.height for p in parts) > COMPACT_ROWS:
                 # timestamp lines kept as the last of their stream in one chunk are superseded by later
                 # chunks: thinning what was kept so far keeps memory flat however long the log is
