@@ -484,11 +484,14 @@ def split_lines(data: bytes) -> pl.DataFrame:
     cr = data.find(b"\r")
     if cr >= 0 and data[cr + 1 : cr + 2] == b"\n":  # CRLF, whose CRs the reader drops: any other CR?
         cr = data.replace(b"\r\n", b"").find(b"\r")
-    if cr >= 0:  # progress bars: keep what a bar showed last
-        line = df.get_column("line")
-        rows = line.str.contains("\r", literal=True).arg_true()
-        last = line.gather(rows).str.strip_chars_end("\r").str.split("\r").list.last()
-        df = df.with_columns(line.scatter(rows, last))
+    if cr >= 0:  # progress bars: keep what a bar showed last (found and mended in parallel)
+        line = pl.col("line")
+        bars = (
+            df.lazy().with_row_index("_r").filter(line.str.contains("\r", literal=True))
+            .select("_r", line=line.str.strip_chars_end("\r").str.split("\r").list.last())
+            .collect(engine="streaming")
+        )
+        df = df.with_columns(df.get_column("line").scatter(bars.get_column("_r"), bars.get_column("line")))
     long = df.select(pl.arg_where(pl.col("line").str.len_bytes() > MAX_LINE)).to_series()
     if len(long):
         line = df.get_column("line")
