@@ -80,3 +80,20 @@ def test_progress_bar_only_for_big_inputs_on_a_terminal(monkeypatch, capsys):
     with cli._progress([str(OOM)]) as advance:
         advance(1000)
     assert capsys.readouterr().out == ""
+
+
+def test_the_installed_command_exits_with_the_diagnosis_code_and_flushes_what_it_wrote(tmp_path):
+    """`mdiag` leaves without the interpreter's teardown: the report is still whole and the code right."""
+    import subprocess
+    import sys
+
+    def mdiag(*args):
+        return subprocess.run([sys.executable, "-m", "diagnose.cli", *map(str, args)], capture_output=True, text=True,
+                              timeout=120)
+
+    res = mdiag("--json", OOM, "--html", tmp_path / "r.html")
+    assert res.returncode == 1 and json.loads(res.stdout)["root_cause"]["category"] == "oom"
+    assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
+    assert mdiag("--version").returncode == 0
+    bad = mdiag(tmp_path / "missing.err")
+    assert bad.returncode == 2 and bad.stderr.startswith("mdiag: error: ") and bad.stderr.count("\n") == 1
