@@ -383,7 +383,7 @@ class KeepPlan:
             .collect(engine="streaming")
         )
         if not sub.height:
-            return df.clear().with_columns(tsonly=pl.lit(False), _pfx=pl.lit(""))
+            return df.clear().with_columns(_pfx=pl.lit(""), tsonly=pl.lit(False))  # the columns of a non-empty result
         # shaped lines that are no plain timestamp line: each shape regex on its own
         shaped = sub.filter("_os").select("_i", other=line.str.contains(grammar.KEEP_OTHER),
                                           struct=line.str.contains(grammar.KEEP_STRUCT),
@@ -449,15 +449,12 @@ def thin_timestamps(kept: pl.DataFrame) -> pl.DataFrame:
     """Of the lines kept only for their timestamp, keep those the timeline needs: the last one of each
     stream before one of that stream's kept lines, the last one before any kept line of the file, and
     the last one of each stream in the chunk (its latest time).  Bulk timestamped noise (glog warnings
-    from every rank) then costs nothing downstream.  A stream is a file and a launcher prefix (column
-    `_pfx` where KeepPlan.filter made it)."""
+    from every rank) then costs nothing downstream.  `kept` is KeepPlan.filter's output: a stream is a
+    file and a launcher prefix (its column `_pfx`)."""
     if not kept.height or not kept.get_column("tsonly").any():
         return kept
     t = pl.col("tsonly")
-    keep = ~t | ~t.shift(-1).over("src", "_pfx").fill_null(False) | ~t.shift(-1).fill_null(True)
-    if "_pfx" in kept.columns:
-        return kept.filter(keep)
-    return kept.with_columns(_pfx=_prefix_key).filter(keep).drop("_pfx")
+    return kept.filter(~t | ~t.shift(-1).over("src", "_pfx").fill_null(False) | ~t.shift(-1).fill_null(True))
 
 
 _CSV = dict(has_header=False, separator="\x1f", quote_char=None, encoding="utf8-lossy",
