@@ -378,7 +378,8 @@ class KeepPlan:
                           _shape=line.str.contains(grammar.KEEP_ANCHORED_OR_STRUCT))
             .filter(pl.col("_lit") | pl.col("_thin") | shape)
             .with_columns(_os=shape & line.str.contains(grammar.KEEP_OTHER_OR_STRUCT),
-                          _tr=pl.col("_thin") & line.str.contains(self.thin),
+                          # (a null line is skipped: the regex runs on progress-literal rows only)
+                          _tr=pl.when("_thin").then(line).str.contains(self.thin).fill_null(False),
                           _pfx=_prefix_key)
             .collect(engine="streaming")
         )
@@ -480,12 +481,12 @@ def split_lines(data: bytes) -> pl.DataFrame:
     df = pl.read_csv(io.BytesIO(data), **_CSV).select(pl.col("line").fill_null(""))
     cr = data.find(b"\r")
     if cr >= 0 and data[cr + 1 : cr + 2] == b"\n":  # CRLF, whose CRs the reader drops: any other CR?
-        cr = data.replace(b"\r\n", b"").find(b"\r")
+        cr = 0 if data.count(b"\r") > data.count(b"\r\n") else -1  # (counting copies nothing)
     if cr >= 0:  # progress bars: keep what a bar showed last (found and mended in parallel)
         line = pl.col("line")
         bars = (
             df.lazy().with_row_index("_r").filter(line.str.contains("\r", literal=True))
-            .select("_r", line=line.str.strip_chars_end("\r").str.split("\r").list.last())
+            .select("_r", line=line.str.strip_chars_end("\r").str.extract(r"[^\r]*$", 0))
             .collect(engine="streaming")
         )
         df = df.with_columns(df.get_column("line").scatter(bars.get_column("_r"), bars.get_column("line")))
