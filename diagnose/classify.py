@@ -34,10 +34,13 @@ def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFr
     ordered = sorted(patterns, key=lambda p: -p.priority)
     if not ordered:
         return df.with_columns(pid=pl.lit(None, dtype=pl.String))
-    expr = pl.when(pl.col("msg").str.contains(ordered[0].regex)).then(pl.lit(ordered[0].id))
-    for p in ordered[1:]:
-        expr = expr.when(pl.col("msg").str.contains(p.regex)).then(pl.lit(p.id))
-    return df.with_columns(pid=expr.otherwise(pl.lit(None, dtype=pl.String)))
+    # every regex in one select (polars runs them on all cores), then the first hit in priority order
+    # (a when/then chain over the regexes themselves runs them one after another)
+    hits = df.select(pl.col("msg").str.contains(p.regex).alias(f"_{i}") for i, p in enumerate(ordered))
+    expr = pl.when(pl.col("_0")).then(pl.lit(ordered[0].id))
+    for i, p in enumerate(ordered[1:], 1):
+        expr = expr.when(pl.col(f"_{i}")).then(pl.lit(p.id))
+    return df.with_columns(hits.select(pid=expr.otherwise(pl.lit(None, dtype=pl.String))))
 
 
 def _order(t: datetime | None, src: int, line: int) -> tuple:
@@ -45,8 +48,11 @@ def _order(t: datetime | None, src: int, line: int) -> tuple:
 
 
 def _rank_of(row: dict, ctx: JobContext) -> tuple[int | None, int | None, str | None]:
-    rank, local, host = row.get("rank"), row.get("local_rank"), row.get("host")
-    msg = row.get("msg") or ""
+    return _rank_from(row.get("rank"), row.get("local_rank"), row.get("host"), row.get("msg"), ctx)
+
+
+def _rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int | None, str | None]:
+    msg = msg or ""
     if rank is None and local is None and (m := _LOCAL.search(msg)) and "exitcode" in msg:
         local = int(m.group(1))
     if rank is None and local is not None:
@@ -76,18 +82,20 @@ def build_events(
         if ev:
             events.append(ev)
     lines = df.filter(pl.col("pid").is_not_null() & (pl.col("pid") != GENERIC))
-    for r in lines.iter_rows(named=True):
-        if (r["src"], r["lineno"]) in in_chain:
+    # one Python list per column, zipped: thousands of ranks' timeouts are thousands of rows
+    cols = ("src", "lineno", "pid", "msg", "time", "order_time", "rank", "local_rank", "host")
+    for src, lineno, pid, msg, t, order_t, rank, local, host in zip(*(lines.get_column(c).to_list() for c in cols)):
+        if (src, lineno) in in_chain:
             continue
-        p = patterns[r["pid"]]
+        p = patterns[pid]
         if p.role == "context":
             continue
-        rank, local, host = _rank_of(r, ctx)
+        rank, local, host = _rank_from(rank, local, host, msg, ctx)
         events.append(
             Event(
-                kind="line", category=p.category, pattern=p.id, role=p.role, message=r["msg"].strip(),
-                evidence=Evidence(display[r["src"]], r["lineno"]), rank=rank, local_rank=local, host=host,
-                time=r["time"], order=_order(r["order_time"], r["src"], r["lineno"]),
+                kind="line", category=p.category, pattern=p.id, role=p.role, message=msg.strip(),
+                evidence=Evidence(display[src], lineno), rank=rank, local_rank=local, host=host,
+                time=t, order=_order(order_t, src, lineno),
             )
         )
     for s in sources:
