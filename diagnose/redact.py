@@ -84,6 +84,8 @@ def _secret_key(k) -> bool:
 
 def redact(obj):
     """A copy of obj (dicts, lists, tuples, strings, dataclasses; anything else as is) with secrets redacted."""
+    if obj is None or type(obj) in (int, float, bool):  # the bulk of a report's leaves (rank lists)
+        return obj
     if isinstance(obj, str):
         return redact_text(obj)
     if isinstance(obj, dict):

@@ -53,8 +53,10 @@ def assemble(df: pl.DataFrame, multi_stream_srcs: set[int]) -> list[Chain]:
     chains: list[Chain] = []
     cols = ["src", "lineno", "msg", "stream", "is_header", "is_frame", "is_chain", "is_exc", "indent", "blank", "ts",
             "time", "order_time", "pid", "rank", "local_rank", "host"]
-    # one sort and one pass over the rows, not a gather per stream (thousands of ranks: 30× faster)
-    rows = df.select(cols).sort("stream", "lineno", maintain_order=True).iter_rows(named=True)
+    # one sort and one pass over the rows, not a gather per stream (thousands of ranks: 30× faster);
+    # only streams with a header or a frame line: a traceback starts at one, other streams make none
+    has_tb = (pl.col("is_header") | pl.col("is_frame")).any().over("stream")
+    rows = df.filter(has_tb).select(cols).sort("stream", "lineno", maintain_order=True).iter_rows(named=True)
     for stream, part in groupby(rows, key=itemgetter("stream")):
         _walk(stream, part, multi_stream_srcs, chains)
     chains.sort(key=lambda c: (c.src, c.start))
