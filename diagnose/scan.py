@@ -479,10 +479,10 @@ def split_lines(data: bytes) -> pl.DataFrame:
     if data.endswith(b"\n"):
         data += b"\n"  # the CSV reader takes a final newline as the end of the last row, not a new one
     df = pl.read_csv(io.BytesIO(data), **_CSV).select(pl.col("line").fill_null(""))
-    cr = data.find(b"\r")
-    if cr >= 0 and data[cr + 1 : cr + 2] == b"\n":  # CRLF, whose CRs the reader drops: any other CR?
-        cr = 0 if data.count(b"\r") > data.count(b"\r\n") else -1  # (counting copies nothing)
-    if cr >= 0:  # progress bars: keep what a bar showed last (found and mended in parallel)
+    # Progress bars: keep what a bar showed last (found and mended in parallel).  The reader drops the
+    # CR of a CRLF, so a row holding a CR is a redrawn line, and CRLF logs cost one scan of the rows
+    # (a search of the bytes for a CR not before LF takes 30 times longer).
+    if b"\r" in data:
         line = pl.col("line")
         bars = (
             df.lazy().with_row_index("_r").filter(line.str.contains("\r", literal=True))
