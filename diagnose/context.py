@@ -93,9 +93,10 @@ class JobContext:
             return None
         if (host, local_rank) in self.local_to_global:
             return self.local_to_global[(host, local_rank)]
-        hosts = {h for h, _ in self.local_to_global}
-        if len(hosts) == 1 and host is None:  # one node: its agent's summary gives the mapping
-            return self.local_to_global.get((next(iter(hosts)), local_rank))
+        if host is None:  # one node: its agent's summary gives the mapping
+            hosts = {h for h, _ in self.local_to_global}
+            if len(hosts) == 1:
+                return self.local_to_global.get((next(iter(hosts)), local_rank))
         return None
 
     def echo_of(self, src: int, line: int) -> ChildFailure | None:
