@@ -23,12 +23,12 @@ from . import grammar
 from .model import Source
 
 CHUNK_BYTES = 16 * 1024 * 1024
-BATCH_LINES = 150_000
+BATCH_LINES = 150_000  # filter at least this many lines at once: per-call overhead stays small
 COMPACT_ROWS = 100_000
 # Rows per piece of work in polars' streaming engine (its default is 100,000): about 1.5 MB of log, so
 # each test over all lines reads a piece the previous test left in the CPU cache (5-9% less time).
 MORSEL_ROWS = 8192
-SMALL_FILE = 1024 * 1024  # files below this are split in batches, not one by one  # filter at least this many lines at once: per-call overhead stays small
+SMALL_FILE = 1024 * 1024  # files below this are split in batches, not one by one
 MAX_LINE = 256 * 1024  # a longer line keeps its first MAX_LINE bytes (memory and regex time stay bounded)
 LINE_CUT = " …[mdiag: line cut at 256 KiB]"
 
