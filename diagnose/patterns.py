@@ -38,6 +38,7 @@ CATEGORIES = (
     "config", "data", "nan", "python", "unknown",
 )
 ROLES = ("root", "symptom", "context")
+PREFIX_FILE = "prefixes.toml"
 REQUIRED = ("id", "role", "regex", "title", "why", "remediation", "examples")
 
 
@@ -206,6 +207,8 @@ def _load(folders: tuple[str, ...]) -> tuple[Pattern, ...]:
         if not d.is_dir():
             raise PatternError(f"{d}: pattern folder not found")
         for path in sorted(d.glob("*.toml")):
+            if path.name == PREFIX_FILE:
+                continue  # line prefixes, not failure patterns: normalize reads them
             # the built-in patterns are proven by the test suite; a user's are checked as they load
             for p in load_file(path, check_engine=d.resolve() != builtin_dir().resolve()):
                 by_id[p.id] = p

@@ -18,8 +18,9 @@ from .model import Source
 
 def add_times(df: pl.DataFrame, sources: list[Source]) -> tuple[pl.DataFrame, int | None]:
     msg = pl.col("msg")
+    head = pl.coalesce(pl.col("tstext"), msg)  # a timestamp prefix that normalize peeled off, else the message
     df = df.with_columns(
-        _iso=msg.str.extract_groups(grammar.TS_ISO), _glog=msg.str.extract_groups(grammar.TS_GLOG),
+        _iso=head.str.extract_groups(grammar.TS_ISO), _glog=head.str.extract_groups(grammar.TS_GLOG),
         _lab=msg.str.extract_groups(grammar.TS_LABELLED),
     )
     i, g, lab = (pl.col(c) for c in ("_iso", "_glog", "_lab"))

@@ -1,0 +1,136 @@
+"""Normalization: each kept line becomes its source facts (rank, local rank, task, host, pid, time)
+and the bare message the process printed.
+
+Launchers, wrappers, loggers and log viewers stack prefixes in any order (`[default0]:[rank12]:`,
+`10.0.0.1: [2024-05-01 10:00:00,123] [INFO] `, `(RayTrainWorker pid=1, ip=…) `).  The prefix kinds
+are data (``patterns/prefixes.toml``, each with samples); `peel` strips any stack of them, so a new
+wrapper is one entry, not a code change.  Terminal colours are dropped first, and a rich-boxed
+traceback (`╭─ Traceback ─╮`, `│ /x.py:12 in fn │`) is rewritten in Python's own layout so the
+traceback grammar reads it.  This runs on the lines the scan kept, so clean lines cost nothing.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import regex
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+MAX_PEEL = 12  # prefixes stacked on one line, at most (a bound on the work per line)
+FACTS = ("rank", "local_rank", "task", "host", "pid", "time")
+_INT_FACTS = ("rank", "local_rank", "task", "pid")
+_MAX_INT = 2**31 - 1  # a rank or pid beyond this is no rank: null, never an overflow
+
+# CSI / OSC escape sequences and lone ESCs (colours, cursor moves, titles)
+ANSI = regex.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_BOX_HEADER = regex.compile(r"^\s*╭─+ (Traceback \(most recent call last\)) ─+╮\s*$")
+_BOX_FRAME = regex.compile(r"^\s*│ (?P<file>\S.*?):(?P<line>\d+) in (?P<func>\S+?)\s*│\s*$")
+_BOX_LINE = regex.compile(r"^\s*│(?P<body>.*?)│\s*$")
+_BOX_END = regex.compile(r"^\s*╰─+╯\s*$")
+
+
+@dataclass(frozen=True)
+class PrefixKind:
+    id: str
+    regex: str
+    identity: bool = True
+    samples: tuple = ()
+    near_misses: tuple = ()
+
+    @property
+    def compiled(self):
+        return _compile(self.regex)
+
+
+@dataclass
+class Normalized:
+    """One line's facts and message.  `key` is the identity part of its prefix (whose output it is)."""
+
+    message: str
+    rank: int | None = None
+    local_rank: int | None = None
+    task: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    time: str | None = None
+    key: str = ""
+    kinds: list[str] = field(default_factory=list)
+
+
+@lru_cache(maxsize=None)
+def _compile(rx: str):
+    return regex.compile(rx)
+
+
+def prefix_file() -> Path:
+    from .patterns import PREFIX_FILE, builtin_dir
+
+    return builtin_dir() / PREFIX_FILE
+
+
+@lru_cache(maxsize=4)
+def load(path: Path | None = None) -> tuple[PrefixKind, ...]:
+    path = path or prefix_file()
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    kinds = []
+    for entry in data.get("prefix", []):
+        kinds.append(PrefixKind(
+            id=entry["id"], regex=entry["regex"], identity=bool(entry.get("identity", True)),
+            samples=tuple(entry.get("samples", ())), near_misses=tuple(entry.get("near_misses", ())),
+        ))
+    for k in kinds:
+        k.compiled  # noqa: B018  (a broken regex fails at load, naming nothing else)
+    return tuple(kinds)
+
+
+def peel(line: str, kinds: tuple[PrefixKind, ...] | None = None) -> Normalized:
+    """Strip any stack of known prefixes off `line`; the first value of each fact wins, except that a
+    rank inside another prefix (`[default0]:[rank12]:`) is kept beside the outer one's local rank."""
+    kinds = kinds if kinds is not None else load()
+    if "\x1b" in line:
+        line = ANSI.sub("", line)
+    out = Normalized(message=line)
+    pos, key = 0, []
+    for _ in range(MAX_PEEL):
+        for kind in kinds:
+            m = kind.compiled.match(line, pos)
+            if not m or m.end() == pos:
+                continue
+            for name, val in m.groupdict().items():
+                if val is None or name not in FACTS or getattr(out, name) is not None:
+                    continue
+                if name in _INT_FACTS:
+                    num = int(val)
+                    val = num if num <= _MAX_INT else None
+                setattr(out, name, val)
+            if kind.identity:
+                key.append(line[pos:m.end()].replace(" ", ""))
+            out.kinds.append(kind.id)
+            pos = m.end()
+            break
+        else:
+            break
+    out.message = _unbox(line[pos:]) if pos else _unbox(line)
+    out.key = "".join(key)
+    return out
+
+
+def _unbox(msg: str) -> str:
+    """A rich-boxed traceback line in Python's layout (header, frame, source line, box end)."""
+    if not msg or msg.lstrip()[:1] not in ("╭", "│", "╰"):
+        return msg
+    if m := _BOX_HEADER.match(msg):
+        return m.group(1) + ":"
+    if m := _BOX_FRAME.match(msg):
+        return f'  File "{m["file"]}", line {m["line"]}, in {m["func"]}'
+    if _BOX_END.match(msg):
+        return ""
+    if m := _BOX_LINE.match(msg):
+        return "    " + m["body"].strip() if m["body"].strip() else ""
+    return msg
