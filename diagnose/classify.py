@@ -12,7 +12,7 @@ from datetime import datetime
 import polars as pl
 import regex
 
-from . import grammar
+from . import grammar, normalize
 from .context import JobContext
 from .model import Event, Evidence, Frame, RankSummary, RootCause, Source, Symptom, TracebackBlock
 from .patterns import Pattern
@@ -31,7 +31,7 @@ _WAITED = _TIMEOUTS + _PEER_GONE
 
 def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFrame:
     """Adds `pid`: the highest-priority pattern matching each kept line's message."""
-    ordered = sorted(patterns, key=lambda p: -p.priority)
+    ordered = sorted((p for p in patterns if not p.frames), key=lambda p: -p.priority)  # frame patterns: see _chain_event
     if not ordered:
         return df.with_columns(pid=pl.lit(None, dtype=pl.String))
     # every regex in one select (polars runs them on all cores), then the first hit in priority order
@@ -59,6 +59,11 @@ def _rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int
         rank = ctx.global_rank(local, host)
     if rank is None and (m := _PG_RANK.search(msg)) and (m["pg"] in (None, "0")):
         rank = int(m["rank"])  # c10d's [Rank N] of the default process group is the global rank
+    if rank is None and local is None and (said := normalize.rank_in_text(msg)):
+        rank = said.get("rank")
+        if rank is None and "task" in said and "torchrun" not in (ctx.launcher or ""):
+            rank = said["task"]  # srun started the ranks itself: its task id is the rank
+        host = host or said.get("host")
     if host is None and rank is not None:
         host = ctx.rank_host.get(rank)
     return rank, local, host
@@ -81,7 +86,7 @@ def build_events(
         ev = _chain_event(c, rows, df, display, patterns, ctx)
         if ev:
             events.append(ev)
-    lines = df.filter(pl.col("pid").is_not_null() & (pl.col("pid") != GENERIC))
+    lines = df.filter(pl.col("pid").is_not_null())
     # one Python list per column, zipped: thousands of ranks' timeouts are thousands of rows
     cols = ("src", "lineno", "pid", "msg", "time", "order_time", "rank", "local_rank", "host")
     for src, lineno, pid, msg, t, order_t, rank, local, host in zip(*(lines.get_column(c).to_list() for c in cols)):
@@ -90,10 +95,13 @@ def build_events(
         p = patterns[pid]
         if p.role == "context":
             continue
+        # an exception line outside any traceback (its traceback was not printed, or cut off): a
+        # candidate only when nothing better is in the logs
+        role = "fallback" if pid == GENERIC else p.role
         rank, local, host = _rank_from(rank, local, host, msg, ctx)
         events.append(
             Event(
-                kind="line", category=p.category, pattern=p.id, role=p.role, message=msg.strip(),
+                kind="line", category=p.category, pattern=p.id, role=role, message=msg.strip(),
                 evidence=Evidence(display[src], lineno), rank=rank, local_rank=local, host=host,
                 time=t, order=_order(order_t, src, lineno),
             )
@@ -135,6 +143,8 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
             best_row, best = r, p
     if best is None:
         best, best_row = patterns[GENERIC], rows[0]
+    if best.id == GENERIC:  # a generic exception: where it was raised may name its kind
+        best = _by_frames(best, best_row["msg"], [f for b in c.blocks for f in b.frames], patterns)
     first = rows[0]
     rank, local, host = _rank_of(first, ctx)
     start_order = first["order_time"]
@@ -144,6 +154,16 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
         rank=rank, local_rank=local, host=host, time=best_row["time"],
         order=_order(start_order, c.src, c.start), blocks=c.blocks,
     )
+
+
+def _by_frames(best: Pattern, exception: str, frames: list[Frame], patterns: dict[str, Pattern]) -> Pattern:
+    """The frame pattern whose exception regex matches and whose frames regex matches one of the three
+    innermost frames (`ValueError` raised while loading a tokenizer: a corrupt input file)."""
+    inner = [f"{f.file} {f.func}" for f in frames[-3:]]
+    for p in sorted((p for p in patterns.values() if p.frames), key=lambda p: -p.priority):
+        if p.search(exception) and any(regex.search(p.frames, x) for x in inner):
+            return p
+    return best
 
 
 def _error_file_event(s: Source, patterns: dict[str, Pattern], ctx: JobContext) -> Event | None:
@@ -190,28 +210,60 @@ def _same_failure(a: Event, b: Event) -> bool:
 def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, list[Event], dict]:
     """The root event, the events that are the same failure on other ranks, and inference notes."""
     roots = [e for e in events if e.role == "root"]
-    tiers = (
-        [e for e in roots if e.kind in ("traceback", "error_file") and not e.is_comm],
-        [e for e in roots if e.kind == "line" and not e.is_comm],
-        [e for e in roots if e.is_comm],
-    )
-    for tier in tiers:
-        if tier:
-            primary = any(e.pattern not in _PEER_GONE for e in tier)
-            tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, e.order))
-            root = tier[0]
-            same = [e for e in tier[1:] if _same_failure(root, e)]
-            notes = _lagging_rank(root, tier, ctx) if root.is_comm else {}
-            return root, same, notes
+    tracebacks = [e for e in roots if e.kind in ("traceback", "error_file") and not e.is_comm]
+    lines = [e for e in roots if e.kind == "line" and not e.is_comm]
+    comm = [e for e in roots if e.is_comm]
+    first_tb = min(tracebacks, key=lambda e: e.order, default=None)
+    if first_tb is not None and first_tb.pattern == GENERIC and any(e.order < first_tb.order for e in lines):
+        # a generic exception after a named failure is its consequence (a loss scale run down to 0 ends
+        # in a ZeroDivisionError; an allocator's error line before a generic re-raise)
+        tracebacks = []
+    for tier in (tracebacks, lines, comm):
+        if not tier:
+            continue
+        primary = any(e.pattern not in _PEER_GONE for e in tier)
+        tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, e.order))
+        root = tier[0]
+        if root.pattern in _OUTCOMES and any(e.order < root.order for e in comm):
+            continue  # a cancel or abort after a communication failure is its outcome, not its cause
+        same = [e for e in tier[1:] if _same_failure(root, e)]
+        notes = _lagging_rank(root, tier, ctx) if root.is_comm else _corroborated_rank(root, events)
+        return root, same, notes
+    # No pattern names a failure, but the logs show an error: the earliest error line (an exception
+    # line before a bare error word) is the likeliest root, said with low confidence.
+    loose = [e for e in events if e.role == "fallback"]
+    if loose:
+        loose.sort(key=lambda e: (e.pattern != GENERIC, e.order))
+        root = loose[0]
+        notes = {"confidence": "low", "no_pattern": True, **_corroborated_rank(root, events)}
+        return root, [e for e in loose[1:] if _same_failure(root, e)], notes
     # Only the launcher's word that something failed: an honest "unknown", pointing at where to look.
     said = [e for e in events if e.role == "symptom"]
     if said:
         said.sort(key=lambda e: (e.pattern not in _FAILURE_WORDS, e.order))
-        return said[0], [], {"no_root_evidence": "the failing rank's own error is not in these logs"}
+        return said[0], [], {"no_root_evidence": "the failing rank's own error is not in these logs", "confidence": "low"}
     return None, [], {}
 
 
-_FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.abort")
+def _corroborated_rank(root: Event, events: list[Event]) -> dict:
+    """A root line that names no rank (`slurmstepd: … oom-kill event`) takes the one rank that the other
+    reports of the same failure, or the launcher's failure reports, name (`srun: error: n1: task 0: Out
+    Of Memory`); with none, or several, the rank stays unknown."""
+    if root.rank is not None:
+        return {}
+    said = [e for e in events if e is not root and e.rank is not None and not e.is_comm and (
+        (e.role == "root" and e.category == root.category) or e.pattern in _FAILURE_WORDS)]
+    ranks = {e.rank for e in said}
+    if len(ranks) != 1:
+        return {}
+    e = min(said, key=lambda e: e.order)
+    return {"rank": e.rank, "rank_from": str(e.evidence)}
+
+
+# what ends a job that a hang or a communication failure already doomed
+_OUTCOMES = ("slurm.time_limit", "slurm.cancelled", "slurm.cancelled_by_signal", "python.fatal_signal")
+_FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.abort",
+                  "launcher.mpi_abort", "launcher.elastic_failed")
 
 
 def _lagging_rank(root: Event, comm: list[Event], ctx: JobContext) -> dict:
@@ -234,8 +286,12 @@ def _lagging_rank(root: Event, comm: list[Event], ctx: JobContext) -> dict:
 
 def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, Pattern], ctx: JobContext) -> RootCause:
     p = patterns[root.pattern]
-    rank = root.rank
     details = dict(notes)
+    rank = root.rank if root.rank is not None else details.pop("rank", None)
+    # how sure the choice is: a named failure; a generic exception or a communication error (which names
+    # who noticed, not always who failed); or only the likeliest line
+    confidence = details.pop("confidence", None) or ("medium" if root.pattern == GENERIC or root.is_comm else "high")
+    details.pop("no_pattern", None)
     if "no_root_evidence" in notes:
         p = patterns[root.pattern]
         details["reported_by"] = p.title
@@ -271,7 +327,7 @@ def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, P
     return RootCause(
         category=p.category, pattern=p.id, summary="", message=root.message, evidence=root.evidence,
         rank=rank, local_rank=local, host=host, time=time, traceback=text, frames=frames,
-        title=p.title, why=p.why, remediation=list(p.remediation), details=details,
+        title=p.title, why=p.why, remediation=list(p.remediation), details=details, confidence=confidence,
     )
 
 

@@ -68,6 +68,10 @@ KEEP_LITERAL = [
     r"Init COMPLETE",
     r"CUDA_DEVICE_MAX_CONNECTIONS",
     r"CANCELLED AT \d{4}-",
+    # traceback structure behind a prefix the anchored shapes above do not know (normalize peels it)
+    r"Traceback \(most recent call last\)",
+    r'File "[^"]{1,500}", line \d+',
+    r"\.py:\d+ in [\w<]",  # a rich-boxed traceback's frame
 ]
 
 # Timestamps, on the message.  Each family gives year (maybe), month, day, hour, minute, second, fraction.

@@ -92,6 +92,7 @@ class RootCause:
     why: str = ""
     remediation: list[str] = field(default_factory=list)
     details: dict = field(default_factory=dict)
+    confidence: str = "high"  # high: a named failure | medium: generic or communication | low: likeliest line only
 
 
 @dataclass

@@ -75,11 +75,12 @@ def prefix_file() -> Path:
 
 
 @lru_cache(maxsize=4)
-def load(path: Path | None = None) -> tuple[PrefixKind, ...]:
+def load(path: Path | None = None, table: str = "prefix") -> tuple[PrefixKind, ...]:
+    """The prefix kinds (table `prefix`) or the ranks named in text (table `text_rank`)."""
     path = path or prefix_file()
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     kinds = []
-    for entry in data.get("prefix", []):
+    for entry in data.get(table, []):
         kinds.append(PrefixKind(
             id=entry["id"], regex=entry["regex"], identity=bool(entry.get("identity", True)),
             samples=tuple(entry.get("samples", ())), near_misses=tuple(entry.get("near_misses", ())),
@@ -134,3 +135,15 @@ def _unbox(msg: str) -> str:
     if m := _BOX_LINE.match(msg):
         return "    " + m["body"].strip() if m["body"].strip() else ""
     return msg
+
+
+def rank_in_text(message: str) -> dict:
+    """Facts a message states in its text (`mpirun noticed that process rank 7 … on node n3`), or {}."""
+    for kind in load(table="text_rank"):
+        if m := kind.compiled.search(message, timeout=0.5):
+            facts = {k: v for k, v in m.groupdict().items() if v is not None and k in FACTS}
+            for k in _INT_FACTS:
+                if k in facts:
+                    facts[k] = int(facts[k]) if int(facts[k]) <= _MAX_INT else None
+            return {k: v for k, v in facts.items() if v is not None}
+    return {}

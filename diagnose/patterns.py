@@ -37,7 +37,7 @@ CATEGORIES = (
     "oom", "shape", "import", "nccl", "cuda", "host_oom", "slurm",
     "config", "data", "nan", "python", "unknown",
 )
-ROLES = ("root", "symptom", "context")
+ROLES = ("root", "symptom", "context", "fallback")  # fallback: a root only when nothing else is
 PREFIX_FILE = "prefixes.toml"
 REQUIRED = ("id", "role", "regex", "title", "why", "remediation", "examples")
 
@@ -59,6 +59,9 @@ class Pattern:
     near_misses: tuple[str, ...] = ()
     priority: int = 50
     source: str = ""
+    # a regex on the innermost frames of a traceback (file and function): such a pattern labels a traceback
+    # whose exception `regex` matches only when the failure happened there, never a line alone
+    frames: str = ""
     @property
     def compiled(self) -> "regex.Pattern":
         return _compile(self.regex)  # compiled on first use: most runs never search in Python
@@ -153,7 +156,7 @@ def load_file(path: Path, check_engine: bool = True) -> list[Pattern]:
         missing = [k for k in REQUIRED if not raw.get(k)]
         if missing:
             raise PatternError(f"{where}: missing {', '.join(missing)}")
-        unknown = set(raw) - set(REQUIRED) - {"near_misses", "priority", "category"}
+        unknown = set(raw) - set(REQUIRED) - {"near_misses", "priority", "category", "frames"}
         if unknown:
             raise PatternError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
         if raw["role"] not in ROLES:
@@ -182,7 +185,7 @@ def load_file(path: Path, check_engine: bool = True) -> list[Pattern]:
                 title=raw["title"], why=" ".join(raw["why"].split()),
                 remediation=tuple(raw["remediation"]), examples=tuple(raw["examples"]),
                 near_misses=tuple(raw.get("near_misses", ())),
-                priority=int(raw.get("priority", 50)), source=str(path),
+                priority=int(raw.get("priority", 50)), source=str(path), frames=str(raw.get("frames", "")),
             )
         )
     return out

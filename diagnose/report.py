@@ -47,6 +47,7 @@ def to_dict(d: Diagnosis, job_id: str | None = None) -> dict:
     if r:
         root = {
             "category": r.category, "pattern": r.pattern, "title": r.title, "summary": r.summary,
+            "confidence": r.confidence,
             "rank": r.rank, "local_rank": r.local_rank, "host": r.host, "time": _iso(r.time),
             "message": r.message, "evidence": _ev(r.evidence), "traceback": r.traceback,
             "frames": [{"file": f.file, "line": f.line, "function": f.func} for f in r.frames],

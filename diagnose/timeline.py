@@ -61,7 +61,9 @@ def add_times(df: pl.DataFrame, sources: list[Source]) -> tuple[pl.DataFrame, in
     ).drop("_Y", "_M", "_D", "_h", "_mi", "_s", "_f")
     df = df.sort("src", "lineno").with_columns(
         time=pl.col("ts").forward_fill().over("stream"),
-        order_time=pl.col("ts").forward_fill().over("src"),
+        # lines before a file's first timestamp happened no later than it: they take it for ordering
+        # (else every untimed line would sort after every timed one, whatever the file order says)
+        order_time=pl.col("ts").forward_fill().backward_fill().over("src"),
     )
     return df, year
 

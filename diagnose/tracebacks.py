@@ -38,12 +38,14 @@ class Chain:
 
 def flags(df: pl.DataFrame) -> pl.DataFrame:
     m = pl.col("msg")
-    body = m.str.replace(grammar.GROUP_MARGIN, "")
+    body = m.str.replace(grammar.GROUP_MARGIN, "").str.strip_chars_start(" ")
     return df.with_columns(
         is_header=m.str.contains(grammar.TB_HEADER) | m.str.contains(grammar.FAULT_HEADER),
         is_frame=m.str.contains(grammar.FRAME) | m.str.contains(r'^\s*File "[^"]*", line \d+ in '),
         is_chain=m.str.contains(grammar.CHAIN),
-        is_exc=body.str.contains(grammar.EXC_LINE) & (~m.str.contains(r"^\s{2,}") | m.str.contains(r"^\s*[|+]")),
+        # source lines are indented 4+; an exception line at most 2 (torchrun's summary indents the
+        # traceback it quotes by 2)
+        is_exc=body.str.contains(grammar.EXC_LINE) & (~m.str.contains(r"^\s{3,}") | m.str.contains(r"^\s*[|+]")),
         indent=m.str.len_chars() - m.str.strip_chars_start(" ").str.len_chars(),
         blank=m.str.strip_chars().str.len_chars() == 0,
     )

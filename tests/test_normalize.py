@@ -53,3 +53,16 @@ def test_colours_are_dropped_and_rich_boxes_read_as_python_tracebacks():
 def test_huge_numbers_are_no_rank():
     assert normalize.peel(f"[rank{'9' * 7}]: x").rank == 9_999_999
     assert normalize.peel("[1,99999999999]<stderr>: x").rank is None
+
+
+TEXT = [s for k in normalize.load(table="text_rank") for s in k.samples]
+
+
+@pytest.mark.parametrize("sample", TEXT, ids=[str(i) for i in range(len(TEXT))])
+def test_ranks_named_in_text(sample):
+    want = {k: v for k, v in sample.items() if k in normalize.FACTS}
+    assert normalize.rank_in_text(sample["line"]) == want
+
+
+def test_sub_group_ranks_are_not_in_text_ranks():
+    assert normalize.rank_in_text("[PG 3 Rank 1] Watchdog caught collective operation timeout") == {}

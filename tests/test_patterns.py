@@ -15,7 +15,8 @@ def test_every_pattern_has_examples_and_near_misses_and_advice():
     for p in load():
         assert p.examples, p.id
         assert p.remediation and p.why and p.title, p.id
-        assert p.id.split(".")[0] in (p.category, "launcher"), p.id
+        assert p.id.split(".")[0] in (p.category, "launcher", "fallback"), p.id
+        assert (p.role == "fallback") == p.id.startswith("fallback."), p.id
 
 
 def test_core_categories_present():
