@@ -226,6 +226,15 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
         root = tier[0]
         if root.pattern in _OUTCOMES and any(e.order < root.order for e in comm):
             continue  # a cancel or abort after a communication failure is its outcome, not its cause
+        if root.kind != "line" and root.pattern != GENERIC:
+            # the same failure printed as a line before its traceback: the earliest report is the evidence
+            earlier = [e for e in lines if e.pattern == root.pattern and e.order < root.order and e.rank in (None, root.rank)]
+            if earlier:
+                line = min(earlier, key=lambda e: e.order)
+                if line.rank is None:
+                    line.rank, line.local_rank, line.host = root.rank, root.local_rank, root.host
+                line.blocks = root.blocks
+                root = line
         same = [e for e in tier[1:] if _same_failure(root, e)]
         notes = _lagging_rank(root, tier, ctx) if root.is_comm else _corroborated_rank(root, events)
         return root, same, notes
@@ -261,7 +270,7 @@ def _corroborated_rank(root: Event, events: list[Event]) -> dict:
 
 
 # what ends a job that a hang or a communication failure already doomed
-_OUTCOMES = ("slurm.time_limit", "slurm.cancelled", "slurm.cancelled_by_signal", "python.fatal_signal")
+_OUTCOMES = ("slurm.time_limit", "slurm.cancelled", "slurm.cancelled_by_signal", "unknown.fatal_signal")
 _FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.abort",
                   "launcher.mpi_abort", "launcher.elastic_failed")
 

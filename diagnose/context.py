@@ -16,6 +16,11 @@ _WORLD = regex.compile(
     r".*?tensor-model-parallel size: (?P<tp>\d+), pipeline-model-parallel size: (?P<pp>\d+)"
 )
 _FIELD = regex.compile(r"^\s+(?P<k>time|host|rank|exitcode|error_file|traceback)\s+: (?P<v>.*?)\s*$")
+# DeepSpeed's launcher: global_rank_mapping=defaultdict(<class 'list'>, {'10.0.0.1': [0, 1], '10.0.0.2': [2, 3]})
+_MAPPING = regex.compile(r"global_rank_mapping=.*?\{(?P<m>.*)\}")
+_MAPPING_HOST = regex.compile(r"'(?P<host>[^']+)': \[(?P<ranks>[\d, ]*)\]")
+# the job runs on one node: a local rank is then the global rank
+_ONE_NODE = regex.compile(r"\bnnodes[=: ]+1\b(?!:)|\bmax_nodes\s*[:=]\s*1\b|--standalone\b")
 _CF_RANK = regex.compile(r"(?P<rank>-?\d+) \(local_rank: (?P<local>-?\d+)\)")
 _CF_EXIT = regex.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 
@@ -83,6 +88,7 @@ class JobContext:
     failures: list[ChildFailure] = field(default_factory=list)
     local_to_global: dict[tuple[str | None, int], int] = field(default_factory=dict)
     rank_host: dict[int, str] = field(default_factory=dict)
+    one_node: bool = False  # the logs say the job ran on one node (nnodes=1, --standalone, max_nodes: 1)
 
     @property
     def world_size(self) -> int | None:
@@ -97,6 +103,8 @@ class JobContext:
             hosts = {h for h, _ in self.local_to_global}
             if len(hosts) == 1:
                 return self.local_to_global.get((next(iter(hosts)), local_rank))
+        if self.one_node and not self.local_to_global:
+            return local_rank
         return None
 
     def echo_of(self, src: int, line: int) -> ChildFailure | None:
@@ -146,7 +154,8 @@ def read_context(df: pl.DataFrame) -> JobContext:
         pl.col("msg").str.contains(
             r"^  \S+ \.{3,} |using world size:|Root Cause \(first observed|^Failures:|"
             r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |arguments ---|memory \(MB\) \||"
-            r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd"
+            r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd|"
+            r"global_rank_mapping=|nnodes|max_nodes|--standalone"
         )
     ).select("src", "lineno", "msg", "ts", "time")
     in_root = False
@@ -188,6 +197,14 @@ def read_context(df: pl.DataFrame) -> JobContext:
             launchers.add("torchrun")
         if msg.startswith(("srun: ", "slurmstepd")):
             launchers.add("srun")
+        if m := _MAPPING.search(msg):
+            for h in _MAPPING_HOST.finditer(m["m"]):
+                for local, rank in enumerate(int(x) for x in h["ranks"].replace(" ", "").split(",") if x):
+                    ctx.local_to_global[(h["host"], local)] = rank
+                    ctx.rank_host.setdefault(rank, h["host"])
+            continue
+        if _ONE_NODE.search(msg):
+            ctx.one_node = True
         if m := _WORLD.search(msg):
             ctx.parallel = {
                 "world_size": int(m["world"]), "data_parallel_size": int(m["dp"]),

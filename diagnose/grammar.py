@@ -68,6 +68,10 @@ KEEP_LITERAL = [
     r"Init COMPLETE",
     r"CUDA_DEVICE_MAX_CONNECTIONS",
     r"CANCELLED AT \d{4}-",
+    r"global_rank_mapping=",
+    r"\bnnodes[=: ]+1\b",
+    r"max_nodes\s*[:=]\s*1\b",
+    r"--standalone\b",
     # traceback structure behind a prefix the anchored shapes above do not know (normalize peels it)
     r"Traceback \(most recent call last\)",
     r'File "[^"]{1,500}", line \d+',
