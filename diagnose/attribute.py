@@ -15,10 +15,11 @@ from .model import Source
 
 
 def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
-    """Adds msg, rank, local_rank, task, host, tstext (a peeled timestamp's text) and stream
+    """Adds msg, rank, local_rank, task, host, tstext (a peeled timestamp's text), record (the line
+    starts a logger's record) and stream
     (the key of one process's output: its file and the identity part of its prefix)."""
     kinds = normalize.load()
-    cols: dict[str, list] = {c: [] for c in ("msg", "_rank", "_local", "_task", "_host", "_pid", "tstext", "_key", "_tee")}
+    cols: dict[str, list] = {c: [] for c in ("msg", "_rank", "_local", "_task", "_host", "_pid", "tstext", "_key", "_tee", "record")}
     for line in frame.get_column("line").to_list():
         n = normalize.peel(line or "", kinds)
         cols["msg"].append(n.message)
@@ -30,9 +31,11 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
         cols["tstext"].append(n.time)
         cols["_key"].append(n.key)
         cols["_tee"].append("tee_local" in n.kinds or "torch_rank" in n.kinds)
+        # a logger's time or level column starts a new record (never the continuation of a message)
+        cols["record"].append(n.time is not None or "log_level" in n.kinds)
     ints = ("_rank", "_local", "_task", "_pid")
     df = frame.with_columns(
-        pl.Series(c, v, dtype=pl.Int64 if c in ints else (pl.Boolean if c == "_tee" else pl.String))
+        pl.Series(c, v, dtype=pl.Int64 if c in ints else (pl.Boolean if c in ("_tee", "record") else pl.String))
         for c, v in cols.items()
     )
     src_local = pl.col("src").replace_strict({s.index: s.local_rank for s in sources}, default=None, return_dtype=pl.Int64)

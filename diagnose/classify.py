@@ -158,8 +158,9 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
 
 def _by_frames(best: Pattern, exception: str, frames: list[Frame], patterns: dict[str, Pattern]) -> Pattern:
     """The frame pattern whose exception regex matches and whose frames regex matches one of the three
-    innermost frames (`ValueError` raised while loading a tokenizer: a corrupt input file)."""
-    inner = [f"{f.file} {f.func}" for f in frames[-3:]]
+    innermost frames: file, function and source line (`ValueError` raised while loading a tokenizer: a
+    corrupt input file; `assert n % k == 0`: a divisibility check)."""
+    inner = [f"{f.file} {f.func} {f.code or ''}" for f in frames[-3:]]
     for p in sorted((p for p in patterns.values() if p.frames), key=lambda p: -p.priority):
         if p.search(exception) and any(regex.search(p.frames, x) for x in inner):
             return p
