@@ -321,6 +321,16 @@ def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, P
         details["traceback_truncated"] = True
     if root.kind == "error_file":
         details["error_file"] = root.evidence.file
+    if rank is None and not root.is_comm:
+        # torchrun's failure summary names the first rank that failed: the rank of an error that names none
+        first = {f.rank for f in ctx.failures if f.root and f.rank is not None and f.rank >= 0
+                 and (root.local_rank is None or f.local_rank == root.local_rank)}
+        if len(first) == 1:
+            rank = first.pop()
+            details["rank_from"] = "torchrun failure summary (Root Cause)"
+        elif ctx.one_process or ctx.world_size == 1:
+            rank = 0
+            details["rank_from"] = "world size 1"
     cf = next((f for f in ctx.failures if f.root and f.rank is not None and f.rank == rank), None)
     if cf:
         details["launcher_summary"] = {"exitcode": cf.exitcode, "pid": cf.pid, "host": cf.host}

@@ -20,6 +20,8 @@ _FIELD = regex.compile(r"^\s+(?P<k>time|host|rank|exitcode|error_file|traceback)
 _MAPPING = regex.compile(r"global_rank_mapping=.*?\{(?P<m>.*)\}")
 _MAPPING_HOST = regex.compile(r"'(?P<host>[^']+)': \[(?P<ranks>[\d, ]*)\]")
 # the job runs on one node: a local rank is then the global rank
+# one process in all: its rank is 0
+_ONE_PROCESS = regex.compile(r"\b(?:world[_ ]size|WORLD_SIZE|dist_world_size)(?: is|=|:| =)\s*1\b(?![.\d])")
 _ONE_NODE = regex.compile(r"\bnnodes[=: ]+1\b(?!:)|\bmax_nodes\s*[:=]\s*1\b|--standalone\b")
 _CF_RANK = regex.compile(r"(?P<rank>-?\d+) \(local_rank: (?P<local>-?\d+)\)")
 _CF_EXIT = regex.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
@@ -89,6 +91,7 @@ class JobContext:
     local_to_global: dict[tuple[str | None, int], int] = field(default_factory=dict)
     rank_host: dict[int, str] = field(default_factory=dict)
     one_node: bool = False  # the logs say the job ran on one node (nnodes=1, --standalone, max_nodes: 1)
+    one_process: bool = False  # the logs say the world size is 1
 
     @property
     def world_size(self) -> int | None:
@@ -155,7 +158,7 @@ def read_context(df: pl.DataFrame) -> JobContext:
             r"^  \S+ \.{3,} |using world size:|Root Cause \(first observed|^Failures:|"
             r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |arguments ---|memory \(MB\) \||"
             r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd|"
-            r"global_rank_mapping=|nnodes|max_nodes|--standalone"
+            r"global_rank_mapping=|nnodes|max_nodes|--standalone|(?i:world[_ ]size)"
         )
     ).select("src", "lineno", "msg", "ts", "time")
     in_root = False
@@ -205,6 +208,8 @@ def read_context(df: pl.DataFrame) -> JobContext:
             continue
         if _ONE_NODE.search(msg):
             ctx.one_node = True
+        if _ONE_PROCESS.search(msg):
+            ctx.one_process = True
         if m := _WORLD.search(msg):
             ctx.parallel = {
                 "world_size": int(m["world"]), "data_parallel_size": int(m["dp"]),
