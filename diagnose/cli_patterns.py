@@ -97,8 +97,8 @@ CATEGORY_BLURB = {
     "config": "argument and environment validation (CUDA_DEVICE_MAX_CONNECTIONS, …)",
     "data": "datasets, indexes and checkpoints missing, corrupt or unreadable",
     "nan": "NaN / Inf loss or gradients, loss scale at its minimum",
-    "python": "any other Python exception or native crash",
-    "unknown": "launcher teardown and summaries (never a root cause alone)",
+    "python": "any other Python exception",
+    "unknown": "native crashes and C++ exceptions of no named kind, error lines no pattern knows (low confidence), launcher summaries",
 }
 
 
