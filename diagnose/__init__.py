@@ -12,6 +12,6 @@ __all__ = ["diagnose", "__version__"]
 
 def diagnose(paths, *args, **kwargs):
     """Diagnose the logs at `paths` (files, folders, globs); see diagnose.pipeline.diagnose."""
-    from .pipeline import diagnose as _diagnose  # polars is imported only when there is work to do
+    from diagnose.pipeline import diagnose as _diagnose  # polars is imported only when there is work to do
 
     return _diagnose(paths, *args, **kwargs)

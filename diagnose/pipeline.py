@@ -6,8 +6,10 @@ from pathlib import Path
 
 import polars as pl
 
-from . import attribute, classify, collect, context, findings, patterns as patterns_mod, scan, timeline, tracebacks
-from .model import Diagnosis
+from diagnose.read import attribute, collect, scan, timeline
+from diagnose.analyze import classify, context, findings, tracebacks
+from diagnose.patterns import library as patterns_mod
+from diagnose.model import Diagnosis
 
 
 def diagnose(

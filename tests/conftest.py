@@ -26,7 +26,7 @@ def write(tmp_path):
 
 @pytest.fixture(scope="session")
 def schema():
-    return json.loads((ROOT / "diagnose" / "schema.json").read_text())
+    return json.loads((ROOT / "diagnose" / "render" / "schema.json").read_text())
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ import json
 
 from click.testing import CliRunner
 
-from diagnose.cli import main
+from diagnose.cli.main import main
 
 from .conftest import SAMPLES
 
@@ -71,7 +71,7 @@ def test_log_text_cannot_drive_the_terminal(tmp_path):
 
 
 def test_progress_bar_only_for_big_inputs_on_a_terminal(monkeypatch, capsys):
-    import diagnose.cli as cli
+    import diagnose.cli.main as cli
 
     with cli._progress([str(OOM)]) as advance:  # stderr is not a terminal under pytest
         assert advance is None
@@ -88,7 +88,7 @@ def test_the_installed_command_exits_with_the_diagnosis_code_and_flushes_what_it
     import sys
 
     def mdiag(*args):
-        return subprocess.run([sys.executable, "-m", "diagnose.cli", *map(str, args)], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "diagnose.cli.main", *map(str, args)], capture_output=True, text=True,
                               timeout=120)
 
     res = mdiag("--json", OOM, "--html", tmp_path / "r.html")

@@ -4,11 +4,11 @@ import pytest
 from click.testing import CliRunner
 
 from diagnose import diagnose
-from diagnose.cli import main
-from diagnose.cli_patterns import category_table
-from diagnose.context import JobContext
-from diagnose.findings import config_checks, oom_figures
-from diagnose.patterns import load
+from diagnose.cli.main import main
+from diagnose.cli.patterns import category_table
+from diagnose.analyze.context import JobContext
+from diagnose.analyze.findings import config_checks, oom_figures
+from diagnose.patterns.library import load
 
 from .conftest import ROOT
 

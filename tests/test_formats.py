@@ -8,10 +8,10 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from diagnose import diagnose
-from diagnose.cli import main
-from diagnose.fingerprint import components, exception_type, fingerprint, top_job_frame
-from diagnose.markdown import code, esc, fenced, render
-from diagnose.report import to_dict
+from diagnose.cli.main import main
+from diagnose.analyze.fingerprint import components, exception_type, fingerprint, top_job_frame
+from diagnose.render.markdown import code, esc, fenced, render
+from diagnose.render.report import to_dict
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from diagnose import hook as hook_mod
-from diagnose.cli import main
+from diagnose.slurm import hook as hook_mod
+from diagnose.cli.main import main
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_logs" / "shape-rank2.log"
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None,
@@ -27,7 +27,7 @@ def _fake_mdiag(tmp_path: Path, body: str) -> Path:
 
 
 def _real_mdiag(tmp_path: Path) -> Path:
-    return _fake_mdiag(tmp_path, f'exec {sys.executable} -m diagnose.cli "$@"')
+    return _fake_mdiag(tmp_path, f'exec {sys.executable} -m diagnose.cli.main "$@"')
 
 
 def run_job(tmp_path: Path, mdiag: Path, body: str, timeout: int = 30) -> subprocess.CompletedProcess:
@@ -88,7 +88,7 @@ def test_sigterm_to_every_process_of_the_job_does_not_stop_the_diagnosis(tmp_pat
 
     (tmp_path / "logs").mkdir()
     log = tmp_path / "logs" / "train-4321.err"
-    mdiag = _fake_mdiag(tmp_path, f'sleep 2; exec {sys.executable} -m diagnose.cli "$@"')
+    mdiag = _fake_mdiag(tmp_path, f'sleep 2; exec {sys.executable} -m diagnose.cli.main "$@"')
     script = tmp_path / "job.sh"
     script.write_text(hook_mod.snippet(timeout=30, out=str(tmp_path / "reports"), mdiag=str(mdiag))
                       + f"cat {SAMPLE} > {log}\nsleep 30 >/dev/null 2>&1 & wait $!\n")

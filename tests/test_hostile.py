@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from diagnose import scan as scan_mod
-from diagnose.cli import main
-from diagnose.patterns import PatternError, load_file
+from diagnose.read import scan as scan_mod
+from diagnose.cli.main import main
+from diagnose.patterns.library import PatternError, load_file
 from diagnose.pipeline import diagnose
-from diagnose.report import to_dict
+from diagnose.render.report import to_dict
 
 from .conftest import SAMPLES
 
@@ -48,7 +48,7 @@ def run_json(*args, validate=None):
 
 def mdiag_proc(*args, timeout=60, **kw):
     """The console script in a subprocess (for inputs that could hang the test process itself)."""
-    return subprocess.run([sys.executable, "-m", "diagnose.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "diagnose.cli.main", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, **kw)
 
 
@@ -105,7 +105,7 @@ def test_unlistable_subfolder_is_a_warning(tmp_path, write, validate, monkeypatc
                 onerror(PermissionError(13, "Permission denied", str(Path(root) / "locked")))
             yield root, dirs, names
 
-    monkeypatch.setattr("diagnose.collect.os.walk", walk)
+    monkeypatch.setattr("diagnose.read.collect.os.walk", walk)
     doc = run_json(tmp_path / "job", validate=validate)
     assert doc["root_cause"]["category"] == "oom"
     assert any("locked" in w and "permission denied" in w for w in doc["warnings"])
@@ -447,7 +447,7 @@ def test_pathological_user_pattern_is_refused(tmp_path):
 def test_crafted_line_cannot_stall_the_python_engine(tmp_path):
     """A pattern that slipped past the check ((a|aa)+$ is exponential in backtracking engines) times
     out in the Python engine and counts as no match; the Rust engine is linear anyway."""
-    from diagnose.patterns import Pattern
+    from diagnose.patterns.library import Pattern
 
     p = Pattern(id="x", category="python", role="root", regex=r"(a|aa)+$", title="t", why="w", remediation=(),
                 examples=())

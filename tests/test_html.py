@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from diagnose import diagnose
-from diagnose.cli import main
-from diagnose.html import MAX_RANK_LANES, lanes, render_html
-from diagnose.report import to_dict
+from diagnose.cli.main import main
+from diagnose.render.html import MAX_RANK_LANES, lanes, render_html
+from diagnose.render.report import to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"

@@ -2,7 +2,7 @@
 near-miss is taken for a prefix, and stacks peel in any order."""
 import pytest
 
-from diagnose import normalize
+from diagnose.read import normalize
 
 KINDS = normalize.load()
 SAMPLES = [(k.id, s) for k in KINDS for s in k.samples]

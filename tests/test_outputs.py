@@ -1,4 +1,4 @@
-"""diagnose.outputs: atomic per-job JSON files and a JSON-lines file many processes append to at once."""
+"""diagnose.render.outputs: atomic per-job JSON files and a JSON-lines file many processes append to at once."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import multiprocessing as mp
 import os
 from pathlib import Path
 
-from diagnose.outputs import append_jsonl, report_name, write_json_atomic
+from diagnose.render.outputs import append_jsonl, report_name, write_json_atomic
 
 
 def test_report_name():

@@ -1,8 +1,8 @@
 """Every pattern proves itself: examples match, near-misses don't, in both regex engines."""
 import pytest
 
-from diagnose import patterns
-from diagnose.patterns import CATEGORIES, PatternError, check_examples, load, load_file
+from diagnose.patterns import library as patterns
+from diagnose.patterns.library import CATEGORIES, PatternError, check_examples, load, load_file
 
 
 def test_builtin_patterns_load_and_prove_their_examples():

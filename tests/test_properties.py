@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from diagnose.pipeline import diagnose
-from diagnose.redact import redact
-from diagnose.report import render, to_dict
+from diagnose.render.redact import redact
+from diagnose.render.report import render, to_dict
 
 from .conftest import ROOT, SAMPLES
 
 jsonschema = pytest.importorskip("jsonschema")
-SCHEMA = json.loads((ROOT / "diagnose" / "schema.json").read_text())
+SCHEMA = json.loads((ROOT / "diagnose" / "render" / "schema.json").read_text())
 FAST = settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 LINES = sorted({ln for p in SAMPLES.rglob("*") if p.is_file() and p.suffix in (".log", ".err")

@@ -6,9 +6,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from diagnose.cli import main
+from diagnose.cli.main import main
 from diagnose.pipeline import diagnose
-from diagnose.redact import MARK, redact, redact_text
+from diagnose.render.redact import MARK, redact, redact_text
 
 HF = "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345"
 GHP = "ghp_" + "0123456789abcdefghijABCDEFGHIJ012345"

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from diagnose import diagnose
-from diagnose.report import to_dict
+from diagnose.render.report import to_dict
 
 from .conftest import SAMPLES
 

@@ -2,7 +2,8 @@
 import pytest
 import polars as pl
 
-from diagnose import collect, patterns, scan
+from diagnose.patterns import library as patterns
+from diagnose.read import collect, scan
 
 from .conftest import CORPUS, SAMPLES
 

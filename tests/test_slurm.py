@@ -1,4 +1,4 @@
-"""diagnose.slurm: parsing scontrol/sacct output (captured from the real test cluster), finding a job's
+"""diagnose.slurm.job: parsing scontrol/sacct output (captured from the real test cluster), finding a job's
 logs by name, and the State deciding the category when the logs are silent."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from diagnose import slurm
+from diagnose.slurm import job as slurm
 from diagnose.model import Diagnosis
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "slurm"
@@ -81,7 +81,7 @@ def test_without_slurm_commands_warns_once_and_reads_files(tmp_path, monkeypatch
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "gpt-777.err").write_text(sample.read_text())
     env = {"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path)}
-    r = subprocess.run([sys.executable, "-m", "diagnose.cli", "--json", "777"], cwd=tmp_path, env=env,
+    r = subprocess.run([sys.executable, "-m", "diagnose.cli.main", "--json", "777"], cwd=tmp_path, env=env,
                        capture_output=True, text=True)
     assert r.returncode == 1, r.stderr
     doc = validate(json.loads(r.stdout))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from diagnose import diagnose
-from diagnose.report import to_dict
+from diagnose.render.report import to_dict
 
 pytestmark = pytest.mark.e2e
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0, CPU build)")
@@ -111,7 +111,7 @@ def test_real_torchrun_failure(runs, name, validate):
 def test_cli_on_real_run(runs, tmp_path):
     """The console script on a real merged log: exit 1, JSON on stdout, --json-out and --jsonl written."""
     log = runs["shape-merged"]["path"]
-    r = subprocess.run([sys.executable, "-m", "diagnose.cli", "--json", "--json-out", str(tmp_path / "out"),
+    r = subprocess.run([sys.executable, "-m", "diagnose.cli.main", "--json", "--json-out", str(tmp_path / "out"),
                         "--jsonl", str(tmp_path / "all.jsonl"), str(log)], capture_output=True, text=True)
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)

@@ -28,7 +28,8 @@ import generate  # noqa: E402
 
 
 def grep_anchors() -> str:
-    from diagnose import patterns, scan
+    from diagnose.patterns import library as patterns
+    from diagnose.read import scan
 
     plan = scan.KeepPlan([p.regex for p in patterns.load(())])
     return plan.anchors

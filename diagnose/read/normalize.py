@@ -70,7 +70,7 @@ def _compile(rx: str):
 
 
 def prefix_file() -> Path:
-    from .patterns import PREFIX_FILE, builtin_dir
+    from diagnose.patterns.library import PREFIX_FILE, builtin_dir
 
     return builtin_dir() / PREFIX_FILE
 

@@ -12,11 +12,11 @@ from datetime import datetime
 import polars as pl
 import regex
 
-from . import grammar, normalize
-from .context import JobContext
-from .model import Event, Evidence, Frame, RankSummary, RootCause, Source, Symptom, TracebackBlock
-from .patterns import Pattern
-from .tracebacks import Chain
+from diagnose.read import grammar, normalize
+from diagnose.analyze.context import JobContext
+from diagnose.model import Event, Evidence, Frame, RankSummary, RootCause, Source, Symptom, TracebackBlock
+from diagnose.patterns.library import Pattern
+from diagnose.analyze.tracebacks import Chain
 
 GENERIC = "python.exception"
 UNKNOWN = "unknown.no_evidence"

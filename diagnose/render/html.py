@@ -18,8 +18,8 @@ from datetime import datetime, timedelta
 from html import escape
 from pathlib import Path
 
-from .markdown import trimmed_traceback
-from .report import inert
+from diagnose.render.markdown import trimmed_traceback
+from diagnose.render.report import inert
 
 MAX_RANK_LANES = 64
 COLORS = {
@@ -320,7 +320,7 @@ def write_html(doc: dict, path: str | os.PathLike) -> Path:
     """Write the report atomically (temp file in the same folder, then rename)."""
     path = Path(path)
     text = render_html(doc)
-    from .outputs import write_text_atomic
+    from diagnose.render.outputs import write_text_atomic
 
     write_text_atomic(path, text)
     return path

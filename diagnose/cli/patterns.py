@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from . import patterns as pm
+from diagnose.patterns import library as pm
 
 _dirs = click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(file_okay=False),
                      help="Extra folder of pattern *.toml files (repeatable).")

@@ -8,7 +8,7 @@ import re
 import stat
 from pathlib import Path
 
-from .model import Source
+from diagnose.model import Source
 
 LOG_SUFFIXES = (".err", ".out", ".log", ".txt")
 # torchrun --log-dir: <run_id>/attempt_<n>/<local_rank>/{stdout,stderr}.log and error.json

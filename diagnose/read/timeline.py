@@ -12,8 +12,8 @@ from datetime import datetime
 
 import polars as pl
 
-from . import grammar
-from .model import Source
+from diagnose.read import grammar
+from diagnose.model import Source
 
 
 def add_times(df: pl.DataFrame, sources: list[Source]) -> tuple[pl.DataFrame, int | None]:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # rich is imported where the terminal report is drawn, not for JSON
     from rich.console import Console
 
-from .findings import rank_ranges as _ranges
-from .model import Diagnosis, Evidence
+from diagnose.analyze.findings import rank_ranges as _ranges
+from diagnose.model import Diagnosis, Evidence
 
 SCHEMA_VERSION = 1
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
@@ -37,7 +37,7 @@ def _ev(e: Evidence | None) -> dict | None:
 
 def to_dict(d: Diagnosis, job_id: str | None = None) -> dict:
     """The JSON document; `job_id` (e.g. the SLURM job id) goes into the top-level `job_id` when known."""
-    from .fingerprint import fingerprint
+    from diagnose.analyze.fingerprint import fingerprint
 
     slurm = d.slurm
     if job_id is None and isinstance(slurm, dict) and (slurm.get("job_id") or slurm.get("JobId")):

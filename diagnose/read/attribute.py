@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import grammar, normalize
-from .model import Source
+from diagnose.read import grammar, normalize
+from diagnose.model import Source
 
 
 def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:

@@ -80,14 +80,14 @@ def _compile(rx: str) -> "regex.Pattern":
 
 
 def builtin_dir() -> Path:
-    """The bundled pattern folder: ``patterns/`` in a checkout, ``diagnose/patterns`` when installed."""
+    """The bundled pattern folder: ``patterns/`` in a checkout, ``diagnose/patterns/builtin`` when installed."""
     here = Path(__file__).resolve().parent
-    for cand in (here.parent / "patterns", here / "patterns"):
+    for cand in (here.parents[1] / "patterns", here / "builtin"):
         if cand.is_dir() and any(cand.glob("*.toml")):
             return cand
     from importlib.resources import files
 
-    return Path(str(files("diagnose.patterns")))
+    return Path(str(files("diagnose.patterns.builtin")))
 
 
 def _check_rust_regex(rx: str) -> str | None:

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 
 import polars as pl
 
-from . import grammar
-from .model import Source
+from diagnose.read import grammar
+from diagnose.model import Source
 
 CHUNK_BYTES = 16 * 1024 * 1024
 BATCH_LINES = 150_000  # filter at least this many lines at once: per-call overhead stays small

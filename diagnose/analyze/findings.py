@@ -6,7 +6,7 @@ from datetime import datetime
 
 import regex
 
-from .context import JobContext
+from diagnose.analyze.context import JobContext
 
 _SIZE = r"(\d+(?:\.\d+)? (?:bytes|[KMGT]iB))"
 _OOM_NEW = {

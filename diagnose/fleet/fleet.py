@@ -249,7 +249,7 @@ def hostlist_count(s: str | None) -> int | None:
 
 
 def _exc_fp(pattern, message, frames) -> str | None:
-    from .fingerprint import fingerprint
+    from diagnose.analyze.fingerprint import fingerprint
 
     if pattern is None:
         return None
@@ -456,7 +456,7 @@ def prometheus(tables: dict, top: int = 20) -> str:
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:
-    from .outputs import write_text_atomic
+    from diagnose.render.outputs import write_text_atomic
 
     write_text_atomic(path, text)
 
@@ -489,7 +489,7 @@ def render(tables: dict, console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .report import inert
+    from diagnose.render.report import inert
 
     s = tables["summary"]
     head = Text()

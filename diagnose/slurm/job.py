@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .model import Diagnosis, RootCause
+from diagnose.model import Diagnosis, RootCause
 
 QUERY_TIMEOUT_S = 15
 _KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]*)=")
@@ -261,8 +261,8 @@ def diagnose_job(job_id: str, paths: list[str], pattern_dirs=(), use_slurm: bool
     (default: the job's StdOut/StdErr/WorkDir from scontrol, else ./logs).  Raises collect.InputError
     when neither logs nor a job state can be found.
     """
-    from .collect import InputError
-    from .pipeline import diagnose
+    from diagnose.read.collect import InputError
+    from diagnose.pipeline import diagnose
 
     info = query(job_id, use_slurm and os.environ.get("MDIAG_SLURM_QUERY", "1") != "0")
     files = [p for p in paths if Path(p).is_file()]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from .fingerprint import is_library
-from .report import inert
+from diagnose.analyze.fingerprint import is_library
+from diagnose.render.report import inert
 
 MAX_TRACEBACK_LINES = 40
 MAX_LINE = 400

@@ -14,8 +14,8 @@ from operator import itemgetter
 import polars as pl
 import regex
 
-from . import grammar
-from .model import Frame, TracebackBlock
+from diagnose.read import grammar
+from diagnose.model import Frame, TracebackBlock
 
 _MARGIN = regex.compile(grammar.GROUP_MARGIN)
 _FRAME = regex.compile(grammar.FRAME)

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from . import __version__
+from diagnose import __version__
 
 EXIT_OK, EXIT_FAILURE_FOUND, EXIT_USAGE = 0, 1, 2
 
@@ -33,9 +33,9 @@ Exit status: 0 no failure found, 1 a failure was diagnosed, 2 usage or input err
 
 # Subcommands live in their own modules and are imported only when used (keeps `mdiag` start-up fast).
 SUBCOMMANDS = {
-    "patterns": ("diagnose.cli_patterns", "patterns"),
-    "hook": ("diagnose.hook", "hook"),
-    "fleet": ("diagnose.fleet", "fleet"),
+    "patterns": ("diagnose.cli.patterns", "patterns"),
+    "hook": ("diagnose.slurm.hook", "hook"),
+    "fleet": ("diagnose.fleet.fleet", "fleet"),
 }
 
 
@@ -72,7 +72,7 @@ class _DefaultGroup(click.Group):
         except Exception as exc:
             if os.environ.get("MDIAG_DEBUG", "") not in ("", "0"):
                 raise
-            from .report import inert
+            from diagnose.render.report import inert
 
             msg = inert(" ".join(str(exc).split()))[:500]
             click.echo(f"mdiag: internal error: {type(exc).__name__}: {msg} (MDIAG_DEBUG=1 shows the traceback)", err=True)
@@ -119,12 +119,12 @@ def main() -> None:
 def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str | None, job_id: str | None,
         pattern_dirs: tuple[str, ...], slurm_job: str | None = None, json_out: str | None = None,
         jsonl: str | None = None, timeout: float | None = None, no_redact: bool = False) -> None:
-    from . import slurm
-    from .collect import InputError
-    from .patterns import PatternError
-    from .pipeline import diagnose
-    from .report import render, to_dict
-    from .scan import reuse_freed_blocks
+    from diagnose.slurm import job as slurm
+    from diagnose.read.collect import InputError
+    from diagnose.patterns.library import PatternError
+    from diagnose.pipeline import diagnose
+    from diagnose.render.report import render, to_dict
+    from diagnose.read.scan import reuse_freed_blocks
 
     reuse_freed_blocks()
     # what the imports made lives as long as the process: the collector need not walk it each time the
@@ -143,12 +143,12 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
             with _progress(list(paths)) as advance:
                 d = diagnose(list(paths), pattern_dirs=pattern_dirs, timeout=timeout, progress=advance)
     except (InputError, PatternError) as exc:
-        from .report import inert
+        from diagnose.render.report import inert
 
         click.echo(f"mdiag: error: {inert(str(exc))}", err=True)
         sys.exit(EXIT_USAGE)
     if not no_redact:
-        from .redact import redact
+        from diagnose.render.redact import redact
 
         d = redact(d)
     if as_json and fmt not in (None, "json"):
@@ -157,7 +157,7 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
     fmt = "json" if as_json else (fmt or "text")
     doc = to_dict(d, job_id=job_id) if fmt != "text" or html_file or json_out or jsonl else None
     if json_out or jsonl:
-        from .outputs import append_jsonl, report_name, write_json_atomic
+        from diagnose.render.outputs import append_jsonl, report_name, write_json_atomic
 
         try:
             if json_out:
@@ -168,7 +168,7 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
             click.echo(f"mdiag: error: cannot write the report: {exc}", err=True)
             sys.exit(EXIT_USAGE)
     if html_file:
-        from .html import write_html
+        from diagnose.render.html import write_html
 
         try:
             write_html(doc, html_file)
@@ -178,7 +178,7 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
     if fmt == "json":
         sys.stdout.write(json.dumps(doc, ensure_ascii=True) + "\n")
     elif fmt == "markdown":
-        from .markdown import render as render_markdown
+        from diagnose.render.markdown import render as render_markdown
 
         sys.stdout.write(render_markdown(doc))
     else:
@@ -199,7 +199,7 @@ def _progress(paths: list[str]):
     (stdout carries nothing but the report or the JSON)."""
     total = 0
     if sys.stderr.isatty():
-        from .collect import InputError, expand
+        from diagnose.read.collect import InputError, expand
 
         try:
             total = sum(f.stat().st_size for f in expand(paths)[0])

@@ -1,0 +1,2 @@
+"""The command line: thin click commands over the library (main: diagnose, patterns, and the lazily
+imported hook and fleet subcommands)."""

@@ -1,0 +1,1 @@
+"""Fleet view: many jobs' reports loaded into tables, failure statistics, suspect nodes and exports."""
