@@ -1,4 +1,4 @@
-"""The pipeline: collect → scan → attribute → timeline → tracebacks → classify → Diagnosis."""
+"""The pipeline: collect → scan → attribute → timeline → tracebacks → label → root → Diagnosis."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from diagnose.read import attribute, collect, scan, timeline
-from diagnose.analyze import classify, context, findings, tracebacks
+from diagnose.analyze import context, findings, label, root as choose, tracebacks
 from diagnose.patterns import library as patterns_mod
 from diagnose.model import Diagnosis
 
@@ -32,15 +32,15 @@ def diagnose(
         warnings.append(deadline.summary())
     df = attribute.attribute(kept, sources)
     df, _year = timeline.add_times(df, sources)
-    df = classify.match_patterns(df, pats)
+    df = label.match_patterns(df, pats)
     df = tracebacks.flags(df)
     ctx = context.read_context(df)
 
     multi = set(df.group_by("src").agg(pl.col("stream").n_unique().alias("n")).filter(pl.col("n") > 1)["src"].to_list())
     chains = tracebacks.assemble(df, multi)
-    events = classify.build_events(df, chains, sources, by_id, ctx)
-    root_ev, same, notes = classify.choose_root(events, ctx)
-    root = classify.make_root(root_ev, same, notes, by_id, ctx) if root_ev else None
+    events = label.build_events(df, chains, sources, by_id, ctx)
+    root_ev, same, notes = choose.choose_root(events, ctx)
+    root = choose.make_root(root_ev, same, notes, by_id, ctx) if root_ev else None
     job = ctx.to_dict()
     job["checks"] = findings.config_checks(ctx)
     silent = findings.ranks_without_output(ctx, sources)
@@ -53,8 +53,8 @@ def diagnose(
     return Diagnosis(
         status="failed" if root else "no_failure_found",
         root_cause=root,
-        symptoms=classify.symptoms(events, root_ev, same, by_id),
-        ranks=classify.rank_summaries(df, events, ctx),
+        symptoms=choose.symptoms(events, root_ev, same, by_id),
+        ranks=choose.rank_summaries(df, events, ctx),
         sources=sources,
         job=job,
         warnings=warnings,

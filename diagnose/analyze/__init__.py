@@ -1,3 +1,3 @@
-"""Analysis: tracebacks rebuilt from candidate lines, events labelled by the patterns and the root cause
-chosen among them (classify), the job's shape (context), checks and figures for the report (findings),
-and failure fingerprints across jobs (fingerprint)."""
+"""Analysis: tracebacks rebuilt from candidate lines (tracebacks), events named by the patterns (label),
+the root cause chosen among them (root), the job's shape (context), checks and figures for the report
+(findings), and failure fingerprints across jobs (fingerprint)."""

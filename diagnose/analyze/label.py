@@ -1,0 +1,200 @@
+"""Labelling: each kept line and each rebuilt traceback becomes an Event, named by the highest-priority
+pattern that matches it (frame patterns refine a generic exception), with its rank, host and time."""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import polars as pl
+import regex
+
+from diagnose.read import grammar, normalize
+from diagnose.analyze.context import JobContext
+from diagnose.model import Event, Evidence, Frame, Source, TracebackBlock
+from diagnose.patterns.library import Pattern
+from diagnose.analyze.tracebacks import Chain
+
+GENERIC = "python.exception"
+UNKNOWN = "unknown.no_evidence"
+_PG_RANK = regex.compile(grammar.PG_RANK)
+_LOCAL = regex.compile(r"local_rank: (\d+)")
+_TIMEOUTS = ("nccl.watchdog_timeout", "nccl.gloo_timeout")
+# A rank that lost its peer only says another rank went away first (often after that rank's own timeout).
+_PEER_GONE = ("nccl.peer_closed",)
+# Communication failures that name the rank that noticed, not the rank that failed.
+_WAITED = _TIMEOUTS + _PEER_GONE
+
+
+def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFrame:
+    """Adds `pid`: the highest-priority pattern matching each kept line's message."""
+    ordered = sorted((p for p in patterns if not p.frames), key=lambda p: -p.priority)  # frame patterns: see _chain_event
+    if not ordered:
+        return df.with_columns(pid=pl.lit(None, dtype=pl.String))
+    # every regex in one select (polars runs them on all cores), then the first hit in priority order
+    # (a when/then chain over the regexes themselves runs them one after another)
+    hits = df.select(pl.col("msg").str.contains(p.regex).alias(f"_{i}") for i, p in enumerate(ordered))
+    expr = pl.when(pl.col("_0")).then(pl.lit(ordered[0].id))
+    for i, p in enumerate(ordered[1:], 1):
+        expr = expr.when(pl.col(f"_{i}")).then(pl.lit(p.id))
+    return df.with_columns(hits.select(pid=expr.otherwise(pl.lit(None, dtype=pl.String))))
+
+
+def _order(t: datetime | None, src: int, line: int) -> tuple:
+    return (t is None, t or datetime.min, src, line)
+
+
+def _rank_of(row: dict, ctx: JobContext) -> tuple[int | None, int | None, str | None]:
+    return _rank_from(row.get("rank"), row.get("local_rank"), row.get("host"), row.get("msg"), ctx)
+
+
+def _rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int | None, str | None]:
+    msg = msg or ""
+    if rank is None and local is None and (m := _LOCAL.search(msg)) and "exitcode" in msg:
+        local = int(m.group(1))
+    if rank is None and local is not None:
+        rank = ctx.global_rank(local, host)
+    if rank is None and (m := _PG_RANK.search(msg)) and (m["pg"] in (None, "0")):
+        rank = int(m["rank"])  # c10d's [Rank N] of the default process group is the global rank
+    if rank is None and local is None and (said := normalize.rank_in_text(msg)):
+        rank = said.get("rank")
+        if rank is None and "task" in said and "torchrun" not in (ctx.launcher or ""):
+            rank = said["task"]  # srun started the ranks itself: its task id is the rank
+        host = host or said.get("host")
+    if host is None and rank is not None:
+        host = ctx.rank_host.get(rank)
+    return rank, local, host
+
+
+def build_events(
+    df: pl.DataFrame,
+    chains: list[Chain],
+    sources: list[Source],
+    patterns: dict[str, Pattern],
+    ctx: JobContext,
+) -> list[Event]:
+    display = {s.index: s.display for s in sources}
+    events: list[Event] = []
+    in_chain = set()
+    for c in chains:
+        rows = c.rows
+        for r in rows:
+            in_chain.add((r["src"], r["lineno"]))
+        ev = _chain_event(c, rows, df, display, patterns, ctx)
+        if ev:
+            events.append(ev)
+    lines = df.filter(pl.col("pid").is_not_null())
+    # one Python list per column, zipped: thousands of ranks' timeouts are thousands of rows
+    cols = ("src", "lineno", "pid", "msg", "time", "order_time", "rank", "local_rank", "host")
+    for src, lineno, pid, msg, t, order_t, rank, local, host in zip(*(lines.get_column(c).to_list() for c in cols)):
+        if (src, lineno) in in_chain:
+            continue
+        p = patterns[pid]
+        if p.role == "context":
+            continue
+        # an exception line outside any traceback (its traceback was not printed, or cut off): a
+        # candidate only when nothing better is in the logs
+        role = "fallback" if pid == GENERIC else p.role
+        rank, local, host = _rank_from(rank, local, host, msg, ctx)
+        events.append(
+            Event(
+                kind="line", category=p.category, pattern=p.id, role=role, message=msg.strip(),
+                evidence=Evidence(display[src], lineno), rank=rank, local_rank=local, host=host,
+                time=t, order=_order(order_t, src, lineno),
+            )
+        )
+    for s in sources:
+        if s.layout == "error-json":
+            ev = _error_file_event(s, patterns, ctx)
+            if ev:
+                events.append(ev)
+    return _mark_echoes(events, ctx, {s.display: s.index for s in sources})
+
+
+def _mark_echoes(events: list[Event], ctx: JobContext, index: dict[str, int]) -> list[Event]:
+    """Errors repeated inside torchrun's ChildFailedError summary belong to the entry's rank; when the
+    rank's own output already shows the same error, the echo is dropped."""
+    originals = {(e.rank, e.pattern) for e in events}
+    out = []
+    for e in events:
+        entry = ctx.echo_of(index.get(e.evidence.file, -1), e.evidence.line) if e.kind != "error_file" else None
+        if entry is None or e.pattern.startswith("launcher."):
+            out.append(e)
+            continue
+        e.details["echo_of_rank"] = entry.rank
+        if e.rank is None:
+            e.rank, e.local_rank, e.host = entry.rank, entry.local_rank, entry.host
+            if (e.rank, e.pattern) in originals:
+                continue
+        out.append(e)
+    return out
+
+
+def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
+    if not rows:
+        return None  # a traceback cut off before its exception: nothing to classify
+    best_row, best = None, None
+    for r in rows:
+        p = patterns.get(r["pid"]) if r["pid"] else None
+        if p and (best is None or p.priority > best.priority):
+            best_row, best = r, p
+    if best is None:
+        best, best_row = patterns[GENERIC], rows[0]
+    if best.id == GENERIC:  # a generic exception: where it was raised may name its kind
+        best = _by_frames(best, best_row["msg"], [f for b in c.blocks for f in b.frames], patterns)
+    first = rows[0]
+    rank, local, host = _rank_of(first, ctx)
+    start_order = first["order_time"]
+    return Event(
+        kind="traceback", category=best.category, pattern=best.id, role=best.role,
+        message=best_row["msg"].strip(), evidence=Evidence(display[c.src], best_row["lineno"]),
+        rank=rank, local_rank=local, host=host, time=best_row["time"],
+        order=_order(start_order, c.src, c.start), blocks=c.blocks,
+    )
+
+
+def _by_frames(best: Pattern, exception: str, frames: list[Frame], patterns: dict[str, Pattern]) -> Pattern:
+    """The frame pattern whose exception regex matches and whose frames regex matches one of the three
+    innermost frames: file, function and source line (`ValueError` raised while loading a tokenizer: a
+    corrupt input file; `assert n % k == 0`: a divisibility check)."""
+    inner = [f"{f.file} {f.func} {f.code or ''}" for f in frames[-3:]]
+    for p in sorted((p for p in patterns.values() if p.frames), key=lambda p: -p.priority):
+        if p.search(exception) and any(regex.search(p.frames, x) for x in inner):
+            return p
+    return best
+
+
+def _error_file_event(s: Source, patterns: dict[str, Pattern], ctx: JobContext) -> Event | None:
+    """torchrun's error.json (written by @record): message, py_callstack, timestamp."""
+    try:
+        data = json.loads(s.path.read_text(encoding="utf-8", errors="replace"))
+        msg = data["message"]
+        if isinstance(msg, str):
+            msg = {"message": msg}
+        text = msg.get("message", "")
+        extra = msg.get("extraInfo", {}) or {}
+        stack = extra.get("py_callstack", "")
+        stamp = int(extra.get("timestamp", 0)) or None
+        t = datetime.fromtimestamp(stamp) if stamp else None
+        if not isinstance(text, str) or not isinstance(stack, str):
+            raise TypeError("message and py_callstack must be text")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
+        return None  # not torchrun's error file after all: its log lines still count
+    block = TracebackBlock(start=1)
+    for m in regex.finditer(r'File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>.*)', stack):
+        block.frames.append(Frame(file=m["file"], line=int(m["line"]), func=m["func"].strip()))
+    block.text = stack.rstrip("\n").splitlines() if stack else [text]
+    lines = [ln for ln in (text.splitlines() or [""])]
+    block.exception = lines[0] if lines else text
+    best, best_line = None, block.exception
+    for ln in lines:
+        for p in patterns.values():
+            if p.id != GENERIC and p.search(ln) and (best is None or p.priority > best.priority):
+                best, best_line = p, ln
+    if best is None:
+        best = patterns[GENERIC]
+    rank = ctx.global_rank(s.local_rank)
+    return Event(
+        kind="error_file", category=best.category, pattern=best.id, role=best.role, message=best_line.strip(),
+        evidence=Evidence(s.display, 1), rank=rank, local_rank=s.local_rank, host=ctx.rank_host.get(rank) if rank is not None else None,
+        time=t, order=_order(t, s.index, 1), blocks=[block],
+    )
