@@ -1,0 +1,45 @@
+"""The package layout is the architecture (ARCHITECTURE.md): each folder imports only from the stages
+before it, so reading never depends on analysis, analysis never on rendering, and the library never
+on the command line."""
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parent.parent / "diagnose"
+# lower layers first; a module may import from its own layer and the layers before it
+LAYERS = ["model", "patterns", "read", "analyze", "pipeline", "render", "slurm", "fleet", "cli"]
+# integrations stand beside each other: neither the fleet nor SLURM imports the other
+APART = {("fleet", "slurm"), ("slurm", "fleet")}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "pipeline"  # the package's __init__ is the public entry
+
+
+def _imports(path: Path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("diagnose"):
+            mods = [node.module + "." + a.name for a in node.names] if node.module == "diagnose" else [node.module]
+            yield from ((node.lineno, m) for m in mods)
+        elif isinstance(node, ast.Import):
+            yield from ((node.lineno, a.name) for a in node.names if a.name.startswith("diagnose"))
+
+
+def test_imports_only_run_down_the_pipeline():
+    wrong = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        mod = ".".join(rel.parts).removesuffix(".__init__")
+        here = _layer(mod)
+        for line, target in _imports(path):
+            there = _layer(target)
+            if there == "__version__":
+                continue
+            if LAYERS.index(there) > LAYERS.index(here) or (here, there) in APART:
+                wrong.append(f"{rel}.py:{line} ({here}) imports {target} ({there})")
+    assert wrong == []
+
+
+def test_every_folder_says_what_it_offers():
+    for init in PKG.rglob("__init__.py"):
+        assert ast.get_docstring(ast.parse(init.read_text())), init
