@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from diagnose import diagnose
 from diagnose.cli.main import main
-from diagnose.fleet.fleet import hostlist_count, load, parse_elapsed, prepare, prometheus, summarize, to_json
+from diagnose.fleet import hostlist_count, load, parse_elapsed, prepare, prometheus, summarize, to_json
 from diagnose.render.report import to_dict
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
@@ -138,7 +138,7 @@ def test_localhost_is_never_a_suspect(base):
 
 
 def _frame(docs):
-    from diagnose.fleet.fleet import _frame_of_docs
+    from diagnose.fleet.load import _frame_of_docs
 
     return _frame_of_docs([d for d, _ in docs], "x.json")
 

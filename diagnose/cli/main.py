@@ -35,7 +35,7 @@ Exit status: 0 no failure found, 1 a failure was diagnosed, 2 usage or input err
 SUBCOMMANDS = {
     "patterns": ("diagnose.cli.patterns", "patterns"),
     "hook": ("diagnose.slurm.hook", "hook"),
-    "fleet": ("diagnose.fleet.fleet", "fleet"),
+    "fleet": ("diagnose.cli.fleet", "fleet"),
 }
 
 
