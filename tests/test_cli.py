@@ -47,9 +47,24 @@ def test_empty_folder_is_exit_2(tmp_path):
     assert res.exit_code == 2 and "no log files" in res.output
 
 
-def test_empty_file_is_no_failure(tmp_path):
+def test_nothing_read_is_exit_2_not_a_clean_bill(tmp_path):
+    """0 means "logs were read and show no failure"; an empty log or a timeout before the first line is 2."""
     (tmp_path / "e.log").write_text("")
-    assert run(tmp_path / "e.log").exit_code == 0
+    res = run("--json", tmp_path / "e.log")
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr == "mdiag: error: nothing to read: 1 file, 0 lines\n"
+    res = run("--timeout", "1e-9", OOM)
+    assert res.exit_code == 2 and "before the first line" in res.stderr
+    (tmp_path / "one.log").write_text("step 1 loss 2.0\n")
+    res = run(tmp_path / "one.log")
+    assert res.exit_code == 0 and "read 1 line from 1 file" in res.stdout
+
+
+def test_fleet_without_reports_is_exit_2(tmp_path):
+    res = run("fleet", tmp_path)
+    assert res.exit_code == 2 and res.stderr.startswith("mdiag: error: no mdiag reports")
+    res = run("fleet", tmp_path / "missing")
+    assert res.exit_code == 2 and res.stderr == f"mdiag: error: no such file or folder: {tmp_path / 'missing'}\n"
 
 
 def test_help_teaches():

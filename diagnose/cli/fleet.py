@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import click
 
 from diagnose.fleet.export import export, prometheus, to_json, write_atomic
-from diagnose.fleet.load import load
+from diagnose.fleet.load import FleetInputError, load
 from diagnose.fleet.render import render
 from diagnose.fleet.tables import prepare, summarize
 
@@ -49,6 +49,9 @@ def fleet(paths, as_json, csv_dir, parquet_dir, prom_file, since, until, top, gp
     \b
     Suspect node: the root-cause host of >= 3 cuda/nccl failures, or of >= 3 failures with
     P(Poisson(fleet mean per host) >= count) < 0.01 / hosts.
+
+    \b
+    Exit status: 0 the tables were written, 2 no report found under PATHS or a usage/input error.
     """
     import os as _os
 
@@ -56,10 +59,17 @@ def fleet(paths, as_json, csv_dir, parquet_dir, prom_file, since, until, top, gp
 
     s, u = _date(since), _date(until, end=True)
     warnings: list[str] = []
-    df = prepare(load(list(paths), warnings), gpus_per_node=gpus_per_node)
-    tables = summarize(df, s, u, top=top)
+    try:
+        df = load(list(paths), warnings)
+    except FleetInputError as exc:
+        click.echo(f"mdiag: error: {exc}", err=True)
+        sys.exit(2)
     for w in warnings:
         click.echo(f"mdiag: warning: {w}", err=True)
+    if df.height == 0:
+        click.echo(f"mdiag: error: no mdiag reports (*.json, *.jsonl) found in {', '.join(paths)}", err=True)
+        sys.exit(2)
+    tables = summarize(prepare(df, gpus_per_node=gpus_per_node), s, u, top=top)
     if csv_dir:
         export(tables, csv_dir, "csv")
     if parquet_dir:

@@ -27,7 +27,11 @@ Examples:
   mdiag --json logs/ > diag.json        the same diagnosis as JSON for a dashboard
 
 \b
-Exit status: 0 no failure found, 1 a failure was diagnosed, 2 usage or input error.
+Exit status:
+  0    logs were read and no failure was found
+  1    a failure was diagnosed
+  2    nothing could be read (no log lines, or --timeout before the first line),
+       or a usage or input error (one line on stderr)
 """
 
 
@@ -147,6 +151,16 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
 
         click.echo(f"mdiag: error: {inert(str(exc))}", err=True)
         sys.exit(EXIT_USAGE)
+    if d.status != "failed" and not any(src.lines for src in d.sources):
+        # nothing was read: "no failure found" would be a claim about logs mdiag never saw
+        why = ("--timeout was reached before the first line was read" if d.partial
+               else f"nothing to read: {_plural(len(d.sources), 'file')}, 0 lines")
+        if d.warnings and not d.partial:  # why: a corrupt .gz, an unreadable file
+            from diagnose.render.report import inert
+
+            why += f" ({inert(' '.join(d.warnings[0].split()))[:300]})"
+        click.echo(f"mdiag: error: {why}", err=True)
+        sys.exit(EXIT_USAGE)
     if not no_redact:
         from diagnose.render.redact import redact
 
@@ -188,6 +202,10 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
         out = Console(no_color=no_color, highlight=False, soft_wrap=False)
         render(d, out)
     sys.exit(EXIT_FAILURE_FOUND if d.status == "failed" else EXIT_OK)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 PROGRESS_BYTES = 200 * 1024 * 1024

@@ -4,10 +4,10 @@
     tables → to_json / export (CSV, Parquet) / prometheus / render (terminal)
 """
 from diagnose.fleet.export import export, prometheus, to_json
-from diagnose.fleet.load import load
+from diagnose.fleet.load import FleetInputError, load
 from diagnose.fleet.render import render
 from diagnose.fleet.suspects import suspect_nodes
 from diagnose.fleet.tables import TABLES, hostlist_count, parse_elapsed, prepare, summarize
 
-__all__ = ["load", "prepare", "summarize", "suspect_nodes", "to_json", "export", "prometheus", "render",
+__all__ = ["load", "FleetInputError", "prepare", "summarize", "suspect_nodes", "to_json", "export", "prometheus", "render",
            "parse_elapsed", "hostlist_count", "TABLES"]

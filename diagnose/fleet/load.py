@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import click
+
+class FleetInputError(ValueError):
+    """A path that names no file or folder."""
 
 SLURM_KEYS = {"job_id": ("JobId", "job_id"), "elapsed": ("Elapsed", "elapsed"), "nnodes": ("NNodes", "nnodes"),
               "node_list": ("NodeList", "node_list"), "end": ("End", "end"), "start": ("Start", "start")}
@@ -98,7 +100,8 @@ def _read_jsonl(path: Path, warnings: list[str]):
                 else:
                     bad += 1
         if bad:
-            warnings.append(f"{path}: skipped {bad} line(s) that are not JSON reports ({str(exc).splitlines()[0][:80]})")
+            what = "line that is not a JSON report" if bad == 1 else "lines that are not JSON reports"
+            warnings.append(f"{path}: skipped {bad:,} {what} ({str(exc).splitlines()[0][:80]})")
         return _frame_of_docs(rows, path.name, jsonl=True)
 
 
@@ -143,7 +146,7 @@ def load(paths: list[str], warnings: list[str] | None = None):
         elif path.is_file():
             files.append(path)
         else:
-            raise click.UsageError(f"no such file or folder: {p}")
+            raise FleetInputError(f"no such file or folder: {p}")
     for f in files:
         if f.suffix in (".jsonl", ".ndjson"):
             frames.append(_read_jsonl(f, warnings))

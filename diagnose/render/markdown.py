@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from diagnose.analyze.fingerprint import is_library
-from diagnose.render.report import inert
+from diagnose.render.report import inert, read_line
 
 MAX_TRACEBACK_LINES = 40
 MAX_LINE = 400
@@ -81,8 +81,8 @@ def trimmed_traceback(root: dict) -> list[str]:
 def render(doc: dict) -> str:
     r = doc.get("root_cause")
     if doc.get("status") != "failed" or not r:
-        n = sum(s.get("lines", 0) for s in doc.get("sources", []))
-        return f"**mdiag: no failure found** — read {n:,} lines from {len(doc.get('sources', []))} file(s)\n"
+        srcs = [{"lines": s.get("lines", 0)} for s in doc.get("sources", [])]
+        return f"**mdiag: no failure found** — {read_line(srcs)}\n"
     out = [f"### mdiag: {esc(r.get('category', '').upper())} — {esc(r.get('summary') or r.get('title') or '')}", ""]
     facts = [f"pattern {code(r.get('pattern'))}"]
     for label, key in (("rank", "rank"), ("host", "host"), ("time", "time")):
