@@ -36,8 +36,8 @@ def _date(value: str | None, end: bool = False) -> datetime | None:
               help="Write counters in the Prometheus text format (node_exporter textfile collector), atomically.")
 @click.option("--since", help="Only failures at or after this date/time (YYYY-MM-DD[THH:MM:SS]).")
 @click.option("--until", help="Only failures before this date/time; a bare date includes that day.")
-@click.option("--top", default=10, show_default=True, help="How many fingerprints to list.")
-@click.option("--gpus-per-node", default=8, show_default=True,
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="How many fingerprints to list.")
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=8, show_default=True,
               help="GPUs per node, for GPU-hours when a report has a node count but no world size.")
 def fleet(paths, as_json, csv_dir, parquet_dir, prom_file, since, until, top, gpus_per_node) -> None:
     """Summarize many mdiag JSON reports: failures by category and week, recurring root-cause
