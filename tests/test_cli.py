@@ -173,3 +173,13 @@ def test_signals_exit_130_and_143_and_leave_no_temporary_file(tmp_path):
         assert p.returncode == code, (sig, p.returncode, err)
         assert "Traceback" not in err and out == ""
         assert not any(tmp_path.iterdir())
+
+
+def test_root_cause_path_line_is_whole_on_one_line_even_at_40_columns(tmp_path):
+    """In a pipe or a narrow terminal the root cause's `path:line` is never wrapped: it can be copied."""
+    deep = tmp_path / "a-rather-long-folder-name" / "with-another-level" / "megatron-job-1234567.err"
+    deep.parent.mkdir(parents=True)
+    deep.write_bytes(OOM.read_bytes())
+    res = CliRunner().invoke(main, [str(deep)], env={"COLUMNS": "40", "NO_COLOR": "1"})
+    assert res.exit_code == 1
+    assert f"root cause at {deep}:97" in res.stdout.splitlines()

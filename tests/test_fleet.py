@@ -252,3 +252,22 @@ def test_100k_reports_in_seconds(tmp_path, base):
     assert t["summary"]["reports"] == 100_000
     assert t["summary"]["failures"] == 100_000 * 7 // 8
     assert took < 25, f"100k reports took {took:.1f} s"  # ~1-3 s on an idle 2-core machine
+
+
+def test_readme_fleet_sample_is_what_the_code_prints(fleet_dir):
+    """The README's `mdiag fleet` sample, and cells that never wrap: one row per line, cut with …."""
+    import io
+
+    from rich.console import Console
+
+    from diagnose.fleet import render
+
+    from .test_samples import check_readme_block
+
+    out = Console(file=io.StringIO(), width=100, no_color=True, color_system=None, highlight=False)
+    render(_tables([fleet_dir]), out)
+    text = "\n".join(line.rstrip() for line in out.file.getvalue().splitlines())
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert rows and all(not line.startswith("│ ") or line.split("│")[1].strip() for line in rows)  # no wrapped rows
+    assert any("…" in line for line in rows)
+    check_readme_block("fleet", f"```\n$ mdiag fleet reports/\n{text}\n```\n")

@@ -59,18 +59,22 @@ def readme_sample() -> str:
     return "\n".join(line.rstrip() for line in out.file.getvalue().splitlines())
 
 
-def test_readme_sample_output_is_what_the_code_prints():
+def check_readme_block(name: str, want: str) -> None:
+    """The README's block between <!-- NAME:start --> and <!-- NAME:end --> is `want`
+    (MDIAG_UPDATE_README=1 writes it instead)."""
     import os
 
     text = README.read_text(encoding="utf-8")
-    head, rest = text.split("<!-- sample:start -->\n", 1)
-    _, tail = rest.split("<!-- sample:end -->", 1)
-    want = f"```\n$ mdiag {README_SAMPLE}\n{readme_sample()}\n```\n"
+    head, rest = text.split(f"<!-- {name}:start -->\n", 1)
+    have, tail = rest.split(f"<!-- {name}:end -->", 1)
     if os.environ.get("MDIAG_UPDATE_README"):
-        README.write_text(f"{head}<!-- sample:start -->\n{want}<!-- sample:end -->{tail}", encoding="utf-8")
+        README.write_text(f"{head}<!-- {name}:start -->\n{want}<!-- {name}:end -->{tail}", encoding="utf-8")
         return
-    assert rest.split("<!-- sample:end -->", 1)[0] == want, \
-        "README sample output drifted: MDIAG_UPDATE_README=1 python -m pytest tests/test_samples.py"
+    assert have == want, f"README {name} block drifted: MDIAG_UPDATE_README=1 python -m pytest tests/"
+
+
+def test_readme_sample_output_is_what_the_code_prints():
+    check_readme_block("sample", f"```\n$ mdiag {README_SAMPLE}\n{readme_sample()}\n```\n")
 
 
 def test_readme_commands_are_the_ones_that_work():

@@ -14,6 +14,10 @@ def _fmt(v, col: str = "") -> str:
     return str(v)
 
 
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
 def render(tables: dict, console) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -30,12 +34,25 @@ def render(tables: dict, console) -> None:
         head.append(f" · {s['gpu_hours_lost']:,.1f} GPU-hours lost ({s['failures_with_gpu_hours']:,} jobs with SLURM accounting)")
     console.print(head)
 
-    def table(title, df, cols, right=(), wrap=()):
+    def table(title, df, cols, right=(), prose=()):
+        """Cells never wrap: one row per line.  Where the terminal is too narrow the `prose` columns are
+        cut with …; the others (ids, counts, dates, hosts) keep their width."""
+        cells = [[inert(_fmt(row[c], c)) for c, _ in cols] for row in df.iter_rows(named=True)]
+        natural = [max([len(label)] + [len(r[i]) for r in cells]) for i, (_, label) in enumerate(cols)]
+        fixed = sum(w for w, (c, _) in zip(natural, cols) if c not in prose)
+        room = console.width - 3 * len(cols) - 1 - fixed  # borders and padding: 3 per column, 1 at the end
+        want = sum(w for w, (c, _) in zip(natural, cols) if c in prose)
+        widths = list(natural)
+        if want > room:
+            for i, (c, _) in enumerate(cols):
+                if c in prose:
+                    widths[i] = max(8, natural[i] * max(room, 0) // want)
         t = Table(title=Text(title, style="bold"), title_justify="left", expand=False)
-        for c, label in cols:
-            t.add_column(label, justify="right" if c in right else "left", overflow="fold", no_wrap=c not in wrap)
-        for row in df.iter_rows(named=True):
-            t.add_row(*[Text(inert(_fmt(row[c], c))) for c, _ in cols])
+        for i, (c, label) in enumerate(cols):
+            t.add_column(label, justify="right" if c in right else "left", overflow="ellipsis", no_wrap=True,
+                         max_width=widths[i] if c in prose else None)
+        for r in cells:
+            t.add_row(*[Text(_cut(x, w)) for x, w in zip(r, widths)])
         if df.height == 0:
             t.add_row(*([Text("none", style="dim")] + [Text("")] * (len(cols) - 1)))
         console.print(t)
@@ -49,8 +66,8 @@ def render(tables: dict, console) -> None:
     table("Top fingerprints", tables["fingerprints"],
           [("fingerprint", "fingerprint"), ("failures", "n"), ("category", "category"), ("title", "what"),
            ("first_seen", "first seen"), ("last_seen", "last seen"), ("example_job", "example job")], right=("failures",),
-          wrap=("title", "category"))
+          prose=("title",))
     table("Suspect nodes", tables["suspect_nodes"],
           [("host", "host"), ("failures", "n"), ("categories", "categories"), ("jobs", "jobs"), ("reason", "why")],
-          right=("failures",), wrap=("categories", "jobs", "reason"))
+          right=("failures",), prose=("categories", "jobs", "reason"))
     console.print(Text(f"suspect rule: {s['suspect_rule']}", style="dim"))

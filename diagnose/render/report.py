@@ -217,8 +217,6 @@ def render(d: Diagnosis, console: Console) -> None:
     head.append(inert(r.summary), style="bold")
     body: list = [head, Text("")]
     body.append(Text(inert(r.message), style="red"))
-    if r.evidence:
-        body.append(Text(f"  at {inert(str(r.evidence))}", style="cyan"))
     facts = []
     for label, value in (("rank", r.rank), ("local rank", r.local_rank), ("host", r.host),
                          ("time", r.time and r.time.strftime("%Y-%m-%d %H:%M:%S"))):
@@ -232,6 +230,8 @@ def render(d: Diagnosis, console: Console) -> None:
         body.append(Text("What to do", style="bold"))
         body += [Text(f"  • {inert(x)}") for x in r.remediation]
     console.print(Panel(Group(*body), title=Text("mdiag · root cause"), border_style="red", expand=True))
+    if r.evidence:  # outside the panel and never wrapped, whatever the width: `path:line` stays whole to copy
+        console.print(Text(f"root cause at {inert(str(r.evidence))}", style="cyan"), soft_wrap=True)
     if d.symptoms:
         console.print(Text(inert(cascade(d)), style="bold"))
         t = Table(title=Text("Downstream symptoms"), show_lines=False, expand=True)
@@ -239,8 +239,10 @@ def render(d: Diagnosis, console: Console) -> None:
         t.add_column("ranks", justify="right")
         t.add_column("count", justify="right")
         t.add_column("when")
-        t.add_column("first evidence")
-        for s in d.symptoms[:12]:
+        shown = d.symptoms[:12]
+        longest = max(len(inert(str(s.evidence))) for s in shown)
+        t.add_column("first evidence", min_width=min(longest, max(16, console.width // 2)), overflow="fold")
+        for s in shown:
             ranks = _ranks_cell(s.ranks)
             t.add_row(Text(inert(s.title)), Text(ranks), str(s.count), Text(_delay(r.time, s.first_time).strip() or "-"),
                       Text(inert(str(s.evidence))))
