@@ -271,3 +271,31 @@ def test_readme_fleet_sample_is_what_the_code_prints(fleet_dir):
     assert rows and all(not line.startswith("│ ") or line.split("│")[1].strip() for line in rows)  # no wrapped rows
     assert any("…" in line for line in rows)
     check_readme_block("fleet", f"```\n$ mdiag fleet reports/\n{text}\n```\n")
+
+
+def test_failures_without_a_time_are_an_unknown_week(base):
+    docs = [synth(base["megatron-1234.err"], f"j{i}", "n1",
+                  T0 + timedelta(days=7 * i), ["n1"]) for i in range(2)]
+    docs[1][0]["root_cause"]["time"] = None
+    weeks = dict(summarize(prepare(_frame(docs)))["by_week"].select("week", "failures").iter_rows())
+    assert weeks == {"2026-W47": 1, "unknown": 1}
+
+
+def test_csv_and_parquet_cells_cannot_start_a_formula(tmp_path, base):
+    """OWASP CSV injection: text from logs (a host name, a title) that starts with = + - @ TAB CR gets a '."""
+    evil = ["=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tx", "\rx"]
+    docs = []
+    for i, host in enumerate(evil * 3):
+        d, job = synth(base["hang-rank1.log"], f"j{i}", host, T0 + timedelta(hours=i), [host])
+        d["root_cause"]["title"] = host
+        docs.append((d, job))
+    t = summarize(prepare(_frame(docs)))
+    from diagnose.fleet import export
+
+    export(t, tmp_path / "csv", "csv")
+    export(t, tmp_path / "pq", "parquet")
+    for df in (pl.read_csv(tmp_path / "csv" / "suspect_nodes.csv"), pl.read_parquet(tmp_path / "pq" / "suspect_nodes.parquet")):
+        assert sorted(df["host"].to_list()) == sorted("'" + h for h in evil)
+    fp = pl.read_parquet(tmp_path / "pq" / "fingerprints.parquet")
+    assert fp["title"].str.starts_with("'").all()
+    assert t["suspect_nodes"]["host"].str.starts_with("'").sum() == 0  # only the exports are changed

@@ -67,6 +67,20 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     write_text_atomic(path, text)
 
 
+FORMULA_START = r"^[=+\-@\t\r]"  # what a spreadsheet may run as a formula (OWASP CSV injection)
+
+
+def defuse(df):
+    """Text cells a spreadsheet would read as a formula get a leading `'` (OWASP's rule)."""
+    import polars as pl
+
+    text = [c for c, t in df.schema.items() if t == pl.String]
+    return df.with_columns(
+        pl.when(pl.col(c).str.contains(FORMULA_START)).then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c)
+        for c in text
+    )
+
+
 def export(tables: dict, folder: str, fmt: str) -> list[Path]:
     d = Path(folder)
     d.mkdir(parents=True, exist_ok=True)
@@ -74,8 +88,8 @@ def export(tables: dict, folder: str, fmt: str) -> list[Path]:
     for name in TABLES:
         p = d / f"{name}.{fmt}"
         if fmt == "csv":
-            tables[name].write_csv(p)
+            defuse(tables[name]).write_csv(p)
         else:
-            tables[name].write_parquet(p)
+            defuse(tables[name]).write_parquet(p)
         out.append(p)
     return out

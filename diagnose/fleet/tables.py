@@ -115,7 +115,7 @@ def summarize(df, since: datetime | None = None, until: datetime | None = None, 
         .select("category", "failures", "share", "gpu_hours_lost", "with_gpu_hours")
     )
     by_week = (
-        fails.filter(pl.col("week").is_not_null())
+        fails.with_columns(pl.col("week").fill_null("unknown"))  # failures without a time still count
         .group_by("week")
         .agg(pl.len().alias("failures"), _gpu_sum(),
              pl.col("category").fill_null("unknown").mode().sort().first().alias("top_category"))
