@@ -196,11 +196,18 @@ def test_cli_text_json_exports_and_prometheus(tmp_path, fleet_dir):
         assert pl.read_parquet(tmp_path / "pq" / f"{name}.parquet").height > 0
     text = prom.read_text()
     assert list(prom.parent.iterdir()) == [prom]  # atomic: no temp file left behind
-    assert "# TYPE mdiag_failures_total counter" in text
-    assert 'mdiag_suspect_node_failures_total{host="node013"} 4' in text
-    cats = {line.split('"')[1]: int(line.split()[-1]) for line in text.splitlines()
-            if line.startswith("mdiag_failures_total{")}
-    assert sum(cats.values()) == 60
+    from prometheus_client.parser import text_string_to_metric_families
+
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    assert {f.type for f in fams.values()} == {"gauge"}  # a snapshot of the reports: gauges, not counters
+    assert set(fams) == {"mdiag_fleet_reports", "mdiag_fleet_failures", "mdiag_fleet_gpu_time_lost_seconds",
+                         "mdiag_fleet_fingerprint_failures", "mdiag_fleet_suspect_nodes",
+                         "mdiag_fleet_suspect_node_failures", "mdiag_fleet_last_run_timestamp_seconds"}
+    value = {f.name: {tuple(sorted(x.labels.items())): x.value for x in f.samples} for f in fams.values()}
+    assert value["mdiag_fleet_suspect_node_failures"][(("host", "node013"),)] == 4
+    assert sum(value["mdiag_fleet_failures"].values()) == 60 and value["mdiag_fleet_reports"][()] == 61
+    assert sum(value["mdiag_fleet_gpu_time_lost_seconds"].values()) == pytest.approx(96.0 * 3600)  # base unit
+    assert abs(value["mdiag_fleet_last_run_timestamp_seconds"][()] - time.time()) < 600
     r = CliRunner().invoke(main, ["fleet", "--json", "--since", "2026-11-23", "--until", "2026-11-29", str(fleet_dir)])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
@@ -215,7 +222,7 @@ def test_prometheus_label_escaping():
                                               "failures": pl.Int64}),
          "suspect_nodes": pl.DataFrame(schema={"host": pl.String, "failures": pl.Int64})}
     text = prometheus(t)
-    assert 'mdiag_failures_total{category="a\\"b\\\\c\\nd"} 1' in text
+    assert 'mdiag_fleet_failures{category="a\\"b\\\\c\\nd"} 1.0' in text
 
 
 def test_slurm_field_parsing():

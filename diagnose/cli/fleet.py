@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 import click
 
-from diagnose.fleet.export import export, prometheus, to_json, write_atomic
+from diagnose.fleet.export import export, to_json, write_prometheus
 from diagnose.fleet.load import FleetInputError, load
 from diagnose.fleet.render import render
 from diagnose.fleet.tables import prepare, summarize
@@ -33,7 +33,7 @@ def _date(value: str | None, end: bool = False) -> datetime | None:
 @click.option("--csv", "csv_dir", type=click.Path(file_okay=False), help="Write each table as DIR/<table>.csv.")
 @click.option("--parquet", "parquet_dir", type=click.Path(file_okay=False), help="Write each table as DIR/<table>.parquet.")
 @click.option("--prom", "prom_file", type=click.Path(dir_okay=False),
-              help="Write counters in the Prometheus text format (node_exporter textfile collector), atomically.")
+              help="Write gauges in the Prometheus text format (node_exporter textfile collector), atomically.")
 @click.option("--since", help="Only failures at or after this date/time (YYYY-MM-DD[THH:MM:SS]).")
 @click.option("--until", help="Only failures before this date/time; a bare date includes that day.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="How many fingerprints to list.")
@@ -75,7 +75,7 @@ def fleet(paths, as_json, csv_dir, parquet_dir, prom_file, since, until, top, gp
     if parquet_dir:
         export(tables, parquet_dir, "parquet")
     if prom_file:
-        write_atomic(prom_file, prometheus(tables))
+        write_prometheus(prom_file, tables)
     if as_json:
         sys.stdout.write(json.dumps(to_json(tables), ensure_ascii=True) + "\n")
     else:

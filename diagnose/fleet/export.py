@@ -22,49 +22,55 @@ def to_json(tables: dict) -> dict:
     return out
 
 
-def _prom_label(v: object) -> str:
-    return str(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+def _registry(tables: dict, top: int = 20, now: float | None = None):
+    """The fleet's figures as Prometheus gauges (a snapshot of the reports read, which may go down when
+    reports age out of --since, hence gauges, not counters), in base units: GPU time in GPU-seconds."""
+    import time
 
+    from prometheus_client import CollectorRegistry, Gauge
 
-def _num(v) -> str:
-    v = float(v or 0)
-    return str(int(v)) if v.is_integer() else f"{v:.4f}".rstrip("0")
+    reg = CollectorRegistry()
 
+    def gauge(name, doc, labels=()):
+        return Gauge(name, doc, list(labels), registry=reg)
 
-def prometheus(tables: dict, top: int = 20) -> str:
-    s = tables["summary"]
-    out = [
-        "# HELP mdiag_reports_total mdiag reports read by mdiag fleet.",
-        "# TYPE mdiag_reports_total counter",
-        f"mdiag_reports_total {s['reports']}",
-        "# HELP mdiag_failures_total Failed jobs by root-cause category.",
-        "# TYPE mdiag_failures_total counter",
-    ]
+    def lbl(v) -> str:
+        return "" if v is None else str(v)
+
+    gauge("mdiag_fleet_reports", "mdiag reports read by mdiag fleet.").set(tables["summary"]["reports"])
+    failures = gauge("mdiag_fleet_failures", "Failed jobs by root-cause category.", ["category"])
+    lost = gauge("mdiag_fleet_gpu_time_lost_seconds",
+                 "GPU time of failed jobs (elapsed seconds x GPUs) by root-cause category.", ["category"])
     for r in tables["by_category"].iter_rows(named=True):
-        out.append(f'mdiag_failures_total{{category="{_prom_label(r["category"])}"}} {r["failures"]}')
-    out += ["# HELP mdiag_gpu_hours_lost_total GPU-hours of failed jobs (elapsed x GPUs) by root-cause category.",
-            "# TYPE mdiag_gpu_hours_lost_total counter"]
-    for r in tables["by_category"].iter_rows(named=True):
-        out.append(f'mdiag_gpu_hours_lost_total{{category="{_prom_label(r["category"])}"}} {_num(r["gpu_hours_lost"])}')
-    out += ["# HELP mdiag_fingerprint_failures_total Failed jobs per root-cause fingerprint (the most frequent).",
-            "# TYPE mdiag_fingerprint_failures_total counter"]
+        failures.labels(lbl(r["category"])).set(r["failures"])
+        lost.labels(lbl(r["category"])).set(float(r.get("gpu_hours_lost") or 0.0) * 3600)
+    fps = gauge("mdiag_fleet_fingerprint_failures", "Failed jobs per root-cause fingerprint (the most frequent).",
+                ["fingerprint", "category", "pattern"])
     for r in tables["fingerprints"].head(top).iter_rows(named=True):
-        out.append(f'mdiag_fingerprint_failures_total{{fingerprint="{_prom_label(r["fingerprint"])}",'
-                   f'category="{_prom_label(r["category"])}",pattern="{_prom_label(r["pattern"])}"}} {r["failures"]}')
-    out += ["# HELP mdiag_suspect_nodes Hosts that are the root-cause host of failed jobs more often than chance.",
-            "# TYPE mdiag_suspect_nodes gauge",
-            f"mdiag_suspect_nodes {tables['suspect_nodes'].height}",
-            "# HELP mdiag_suspect_node_failures_total Failed jobs whose root cause was on this suspect node.",
-            "# TYPE mdiag_suspect_node_failures_total counter"]
+        fps.labels(lbl(r["fingerprint"]), lbl(r["category"]), lbl(r["pattern"])).set(r["failures"])
+    gauge("mdiag_fleet_suspect_nodes", "Hosts that are the root-cause host of failed jobs more often than chance."
+          ).set(tables["suspect_nodes"].height)
+    per_node = gauge("mdiag_fleet_suspect_node_failures", "Failed jobs whose root cause was on this suspect node.",
+                     ["host"])
     for r in tables["suspect_nodes"].iter_rows(named=True):
-        out.append(f'mdiag_suspect_node_failures_total{{host="{_prom_label(r["host"])}"}} {r["failures"]}')
-    return "\n".join(out) + "\n"
+        per_node.labels(lbl(r["host"])).set(r["failures"])
+    gauge("mdiag_fleet_last_run_timestamp_seconds", "When mdiag fleet wrote these figures (Unix time)."
+          ).set(time.time() if now is None else now)
+    return reg
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    from diagnose.render.outputs import write_text_atomic
+def prometheus(tables: dict, top: int = 20, now: float | None = None) -> str:
+    """The Prometheus text exposition format."""
+    from prometheus_client import generate_latest
 
-    write_text_atomic(path, text)
+    return generate_latest(_registry(tables, top, now)).decode("utf-8")
+
+
+def write_prometheus(path: str | os.PathLike, tables: dict, top: int = 20) -> None:
+    """For node_exporter's textfile collector: written to a temporary file and renamed (atomic)."""
+    from prometheus_client import write_to_textfile
+
+    write_to_textfile(str(path), _registry(tables, top))
 
 
 FORMULA_START = r"^[=+\-@\t\r]"  # what a spreadsheet may run as a formula (OWASP CSV injection)
