@@ -47,15 +47,57 @@ def test_empty_folder_is_exit_2(tmp_path):
     assert res.exit_code == 2 and "no log files" in res.output
 
 
-def test_empty_file_is_no_failure(tmp_path):
+def test_nothing_read_is_exit_2_not_a_clean_bill(tmp_path):
+    """0 means "logs were read and show no failure"; an empty log or a timeout before the first line is 2."""
     (tmp_path / "e.log").write_text("")
-    assert run(tmp_path / "e.log").exit_code == 0
+    res = run("--json", tmp_path / "e.log")
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr == "mdiag: error: nothing to read: 1 file, 0 lines\n"
+    res = run("--timeout", "1e-9", OOM)
+    assert res.exit_code == 2 and "before the first line" in res.stderr
+    (tmp_path / "one.log").write_text("step 1 loss 2.0\n")
+    res = run(tmp_path / "one.log")
+    assert res.exit_code == 0 and "read 1 line from 1 file" in res.stdout
+
+
+def test_fleet_without_reports_is_exit_2(tmp_path):
+    res = run("fleet", tmp_path)
+    assert res.exit_code == 2 and res.stderr.startswith("mdiag: error: no mdiag reports")
+    res = run("fleet", tmp_path / "missing")
+    assert res.exit_code == 2 and res.stderr == f"mdiag: error: no such file or folder: {tmp_path / 'missing'}\n"
 
 
 def test_help_teaches():
     res = run("--help")
     assert res.exit_code == 0
     assert "mdiag logs/" in res.output and "Exit status" in res.output
+    # the diagnosis's own options are on the top-level help, not only on a hidden `run --help`
+    for opt in ("--json", "--format", "--html", "--timeout", "--no-redact", "--version", "fleet", "patterns"):
+        assert opt in res.output, opt
+    assert "130" in res.output and "143" in res.output and "- reads stdin" in res.output
+
+
+def test_usage_errors_are_one_line_with_the_help_hint():
+    for args, hint in ((["--bogus", OOM], "mdiag --help"), (["fleet", "--top", "0", OOM], "mdiag fleet --help"),
+                       (["fleet", "--gpus-per-node", "0", OOM], "mdiag fleet --help"),
+                       (["--format", "yaml", OOM], "mdiag --help"), ([], "mdiag --help")):
+        res = run(*args)
+        assert res.exit_code == 2, args
+        assert res.stdout == "" and res.stderr.count("\n") == 1 and res.stderr.startswith("mdiag: error: "), res.stderr
+        assert f"(try '{hint}')" in res.stderr and "Usage:" not in res.stderr
+
+
+def test_dash_reads_stdin_and_names_it(validate):
+    res = CliRunner().invoke(main, ["--json", "-"], input=OOM.read_bytes())
+    assert res.exit_code == 1, res.output
+    doc = validate(json.loads(res.stdout))
+    assert doc["root_cause"]["evidence"] == {"file": "<stdin>", "line": 97}
+    assert doc["sources"] == [{"file": "<stdin>", "lines": 263, "layout": "merged"}]
+    import gzip
+
+    res = CliRunner().invoke(main, ["-"], input=gzip.compress(OOM.read_bytes()))
+    assert res.exit_code == 1 and "<stdin>:97" in res.stdout
+    assert CliRunner().invoke(main, ["-"], input=b"").exit_code == 2  # nothing to read
 
 
 def test_log_text_cannot_drive_the_terminal(tmp_path):
@@ -97,3 +139,47 @@ def test_the_installed_command_exits_with_the_diagnosis_code_and_flushes_what_it
     assert mdiag("--version").returncode == 0
     bad = mdiag(tmp_path / "missing.err")
     assert bad.returncode == 2 and bad.stderr.startswith("mdiag: error: ") and bad.stderr.count("\n") == 1
+
+
+def _mdiag_proc(*args, **kw):
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "diagnose", *map(str, args)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_python_dash_m_diagnose_is_mdiag():
+    p = _mdiag_proc("--json", OOM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 1 and json.loads(out)["root_cause"]["category"] == "oom", err
+
+
+def test_signals_exit_130_and_143_and_leave_no_temporary_file(tmp_path):
+    """Ctrl-C and SIGTERM while mdiag waits on stdin: 128 + the signal, no traceback, the stdin copy removed."""
+    import os
+    import signal
+    import time
+
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        p = _mdiag_proc("-", env=dict(os.environ, TMPDIR=str(tmp_path)))
+        p.stdin.write("step 1\n")
+        p.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not any(tmp_path.iterdir()) and time.monotonic() < deadline:  # it is copying stdin
+            time.sleep(0.05)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == code, (sig, p.returncode, err)
+        assert "Traceback" not in err and out == ""
+        assert not any(tmp_path.iterdir())
+
+
+def test_root_cause_path_line_is_whole_on_one_line_even_at_40_columns(tmp_path):
+    """In a pipe or a narrow terminal the root cause's `path:line` is never wrapped: it can be copied."""
+    deep = tmp_path / "a-rather-long-folder-name" / "with-another-level" / "megatron-job-1234567.err"
+    deep.parent.mkdir(parents=True)
+    deep.write_bytes(OOM.read_bytes())
+    res = CliRunner().invoke(main, [str(deep)], env={"COLUMNS": "40", "NO_COLOR": "1"})
+    assert res.exit_code == 1
+    assert f"root cause at {deep}:97" in res.stdout.splitlines()

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from diagnose import diagnose
 from diagnose.cli.main import main
-from diagnose.fleet.fleet import hostlist_count, load, parse_elapsed, prepare, prometheus, summarize, to_json
+from diagnose.fleet import hostlist_count, load, parse_elapsed, prepare, prometheus, summarize, to_json
 from diagnose.render.report import to_dict
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
@@ -138,7 +138,7 @@ def test_localhost_is_never_a_suspect(base):
 
 
 def _frame(docs):
-    from diagnose.fleet.fleet import _frame_of_docs
+    from diagnose.fleet.load import _frame_of_docs
 
     return _frame_of_docs([d for d, _ in docs], "x.json")
 
@@ -196,11 +196,18 @@ def test_cli_text_json_exports_and_prometheus(tmp_path, fleet_dir):
         assert pl.read_parquet(tmp_path / "pq" / f"{name}.parquet").height > 0
     text = prom.read_text()
     assert list(prom.parent.iterdir()) == [prom]  # atomic: no temp file left behind
-    assert "# TYPE mdiag_failures_total counter" in text
-    assert 'mdiag_suspect_node_failures_total{host="node013"} 4' in text
-    cats = {line.split('"')[1]: int(line.split()[-1]) for line in text.splitlines()
-            if line.startswith("mdiag_failures_total{")}
-    assert sum(cats.values()) == 60
+    from prometheus_client.parser import text_string_to_metric_families
+
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    assert {f.type for f in fams.values()} == {"gauge"}  # a snapshot of the reports: gauges, not counters
+    assert set(fams) == {"mdiag_fleet_reports", "mdiag_fleet_failures", "mdiag_fleet_gpu_time_lost_seconds",
+                         "mdiag_fleet_fingerprint_failures", "mdiag_fleet_suspect_nodes",
+                         "mdiag_fleet_suspect_node_failures", "mdiag_fleet_last_run_timestamp_seconds"}
+    value = {f.name: {tuple(sorted(x.labels.items())): x.value for x in f.samples} for f in fams.values()}
+    assert value["mdiag_fleet_suspect_node_failures"][(("host", "node013"),)] == 4
+    assert sum(value["mdiag_fleet_failures"].values()) == 60 and value["mdiag_fleet_reports"][()] == 61
+    assert sum(value["mdiag_fleet_gpu_time_lost_seconds"].values()) == pytest.approx(96.0 * 3600)  # base unit
+    assert abs(value["mdiag_fleet_last_run_timestamp_seconds"][()] - time.time()) < 600
     r = CliRunner().invoke(main, ["fleet", "--json", "--since", "2026-11-23", "--until", "2026-11-29", str(fleet_dir)])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
@@ -215,7 +222,7 @@ def test_prometheus_label_escaping():
                                               "failures": pl.Int64}),
          "suspect_nodes": pl.DataFrame(schema={"host": pl.String, "failures": pl.Int64})}
     text = prometheus(t)
-    assert 'mdiag_failures_total{category="a\\"b\\\\c\\nd"} 1' in text
+    assert 'mdiag_fleet_failures{category="a\\"b\\\\c\\nd"} 1.0' in text
 
 
 def test_slurm_field_parsing():
@@ -252,3 +259,50 @@ def test_100k_reports_in_seconds(tmp_path, base):
     assert t["summary"]["reports"] == 100_000
     assert t["summary"]["failures"] == 100_000 * 7 // 8
     assert took < 25, f"100k reports took {took:.1f} s"  # ~1-3 s on an idle 2-core machine
+
+
+def test_readme_fleet_sample_is_what_the_code_prints(fleet_dir):
+    """The README's `mdiag fleet` sample, and cells that never wrap: one row per line, cut with …."""
+    import io
+
+    from rich.console import Console
+
+    from diagnose.fleet import render
+
+    from .test_samples import check_readme_block
+
+    out = Console(file=io.StringIO(), width=100, no_color=True, color_system=None, highlight=False)
+    render(_tables([fleet_dir]), out)
+    text = "\n".join(line.rstrip() for line in out.file.getvalue().splitlines())
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert rows and all(not line.startswith("│ ") or line.split("│")[1].strip() for line in rows)  # no wrapped rows
+    assert any("…" in line for line in rows)
+    check_readme_block("fleet", f"```\n$ mdiag fleet reports/\n{text}\n```\n")
+
+
+def test_failures_without_a_time_are_an_unknown_week(base):
+    docs = [synth(base["megatron-1234.err"], f"j{i}", "n1",
+                  T0 + timedelta(days=7 * i), ["n1"]) for i in range(2)]
+    docs[1][0]["root_cause"]["time"] = None
+    weeks = dict(summarize(prepare(_frame(docs)))["by_week"].select("week", "failures").iter_rows())
+    assert weeks == {"2026-W47": 1, "unknown": 1}
+
+
+def test_csv_and_parquet_cells_cannot_start_a_formula(tmp_path, base):
+    """OWASP CSV injection: text from logs (a host name, a title) that starts with = + - @ TAB CR gets a '."""
+    evil = ["=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tx", "\rx"]
+    docs = []
+    for i, host in enumerate(evil * 3):
+        d, job = synth(base["hang-rank1.log"], f"j{i}", host, T0 + timedelta(hours=i), [host])
+        d["root_cause"]["title"] = host
+        docs.append((d, job))
+    t = summarize(prepare(_frame(docs)))
+    from diagnose.fleet import export
+
+    export(t, tmp_path / "csv", "csv")
+    export(t, tmp_path / "pq", "parquet")
+    for df in (pl.read_csv(tmp_path / "csv" / "suspect_nodes.csv"), pl.read_parquet(tmp_path / "pq" / "suspect_nodes.parquet")):
+        assert sorted(df["host"].to_list()) == sorted("'" + h for h in evil)
+    fp = pl.read_parquet(tmp_path / "pq" / "fingerprints.parquet")
+    assert fp["title"].str.starts_with("'").all()
+    assert t["suspect_nodes"]["host"].str.starts_with("'").sum() == 0  # only the exports are changed

@@ -61,6 +61,28 @@ def test_markdown_log_text_cannot_break_out():
     assert "`````text\nE: ```` ```\n`````" in md
 
 
+def test_markdown_hang_names_the_straggler_not_the_reporter():
+    r = CliRunner().invoke(main, ["--format", "markdown", str(SAMPLES / "hang-rank1.log")])
+    assert r.exit_code == 1, r.output
+    md = r.output
+    top = md.split("<details>")[0]
+    assert "**Straggler: rank 1**" in top and "rank 1 did not: it hung or died first" in top
+    assert "Reported by rank 0 at `sample_logs/hang-rank1.log:" in top and "Evidence:" not in top
+    assert "**Why.**" in top and "```text" not in top  # rank 0's traceback is folded below, labelled
+    assert "rank 0's traceback (the report of the timeout, not its cause)" in md
+
+
+def test_markdown_pings_links_and_references_nothing():
+    e = esc("ping @alice, fixes #123 and org/repo#9; see https://x.io/a?b=1. www.foo.com, GH-7")
+    for active in ("@alice", "#123", "org/repo#9", "https://x.io/a?b=1", "www.foo.com", "GH-7"):
+        assert f"`{active}`" in e, (active, e)
+    assert "`https://x.io/a?b=1`." in e and "`www.foo.com`," in e
+    assert esc("mail a@b.com, C# and x#1") == "mail a@b.com, C# and x#1"  # not mentions or references
+    md = render({"status": "failed", "root_cause": {"category": "python", "pattern": "p", "rank": 0,
+                                                    "summary": "cc @team see #42", "traceback": ["@x #1 http://y"]}})
+    assert "cc `@team` see `#42`" in md and "\n@x #1 http://y\n" in md  # code fences are left as they are
+
+
 def test_no_failure_markdown():
     r = CliRunner().invoke(main, ["--format", "markdown", str(SAMPLES / "clean-run.log")])
     assert r.exit_code == 0 and "no failure found" in r.output

@@ -116,10 +116,13 @@ def test_folder_without_logs_is_one_line(tmp_path):
     assert "no log files" in one_line_error(run(tmp_path))
 
 
-def test_empty_file(tmp_path, validate):
+def test_empty_file(tmp_path):
+    """Nothing read is not "no failure found": exit 2, one line on stderr, nothing on stdout."""
     (tmp_path / "e.log").write_text("")
-    doc = run_json(tmp_path / "e.log", validate=validate)
-    assert doc["status"] == "no_failure_found" and doc["sources"][0]["lines"] == 0
+    res = run("--json", tmp_path / "e.log")
+    assert res.exit_code == 2 and res.stdout == "" and res.stderr.count("\n") == 1
+    d = diagnose([tmp_path / "e.log"])
+    assert d.status == "no_failure_found" and d.sources[0].lines == 0
 
 
 def test_same_file_twice_is_read_once(tmp_path, validate):
@@ -316,15 +319,16 @@ def test_truncated_and_corrupt_gz(tmp_path, validate):
     assert doc["sources"][0]["lines"] > 50
     assert any("truncated .gz" in w for w in doc["warnings"])
     (tmp_path / "bad.log.gz").write_bytes(b"\x1f\x8b\x08\x00garbage" + os.urandom(2000))
-    doc = run_json(tmp_path / "bad.log.gz", validate=validate)
-    assert any("corrupt .gz" in w for w in doc["warnings"])
     (tmp_path / "plain.log.gz").write_text(TB)  # not gzip at all
-    doc = run_json(tmp_path / "plain.log.gz", validate=validate)
-    assert any("corrupt .gz" in w for w in doc["warnings"])
+    for name in ("bad.log.gz", "plain.log.gz"):  # nothing readable: exit 2, the warning says why
+        assert any("corrupt .gz" in w for w in validate(to_dict(diagnose([tmp_path / name])))["warnings"])
+        res = run("--json", tmp_path / name)
+        assert res.exit_code == 2 and res.stdout == "" and "corrupt .gz" in res.stderr
     flipped = bytearray(full)
     flipped[len(flipped) // 2] ^= 0xFF
     (tmp_path / "flip.err.gz").write_bytes(bytes(flipped))
-    run_json(tmp_path / "flip.err.gz", validate=validate)
+    res = run("--json", tmp_path / "flip.err.gz")  # a diagnosis of what was read, or exit 2 if nothing was
+    assert res.exit_code in (0, 1, 2) and "Traceback" not in res.output
 
 
 def test_concatenated_gz_members(tmp_path, validate):
@@ -422,9 +426,12 @@ def test_timeout_on_a_big_file_stops_between_chunks(tmp_path, monkeypatch):
 
 def test_real_timeout_fires(tmp_path, validate):
     (tmp_path / "a.log").write_text(TB)
-    doc = run_json("--timeout", "1e-9", tmp_path / "a.log", validate=validate)
-    assert doc["partial"] is True and doc["status"] == "no_failure_found"
-    assert any("1 file(s) not read:" in w and w.endswith("a.log") for w in doc["warnings"])
+    d = diagnose([tmp_path / "a.log"], timeout=1e-9)
+    validate(to_dict(d))
+    assert d.partial is True and d.status == "no_failure_found"
+    assert any("1 file(s) not read:" in w and w.endswith("a.log") for w in d.warnings)
+    res = run("--json", "--timeout", "1e-9", tmp_path / "a.log")  # nothing read: exit 2, not a clean bill
+    assert res.exit_code == 2 and res.stdout == "" and "before the first line" in res.stderr
     assert run("--timeout", "0", OOM).exit_code == 2 and run("--timeout", "abc", OOM).exit_code == 2
 
 

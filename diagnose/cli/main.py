@@ -12,6 +12,7 @@ import click
 from diagnose import __version__
 
 EXIT_OK, EXIT_FAILURE_FOUND, EXIT_USAGE = 0, 1, 2
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143  # 128 + the signal's number, as a shell reports a killed command
 
 HELP = """Name the root cause of a failed distributed training job from its logs.
 
@@ -25,9 +26,15 @@ Examples:
   mdiag logs/megatron-1234.err          one merged sbatch output file
   mdiag logs/                           a folder of per-rank / per-node files
   mdiag --json logs/ > diag.json        the same diagnosis as JSON for a dashboard
+  zcat job.err.gz | mdiag -             a log on stdin
 
 \b
-Exit status: 0 no failure found, 1 a failure was diagnosed, 2 usage or input error.
+Exit status:
+  0    logs were read and no failure was found
+  1    a failure was diagnosed
+  2    nothing could be read (no log lines, or --timeout before the first line),
+       or a usage or input error (one line on stderr)
+  130  interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM)
 """
 
 
@@ -35,7 +42,7 @@ Exit status: 0 no failure found, 1 a failure was diagnosed, 2 usage or input err
 SUBCOMMANDS = {
     "patterns": ("diagnose.cli.patterns", "patterns"),
     "hook": ("diagnose.slurm.hook", "hook"),
-    "fleet": ("diagnose.fleet.fleet", "fleet"),
+    "fleet": ("diagnose.cli.fleet", "fleet"),
 }
 
 
@@ -78,6 +85,41 @@ class _DefaultGroup(click.Group):
             click.echo(f"mdiag: internal error: {type(exc).__name__}: {msg} (MDIAG_DEBUG=1 shows the traceback)", err=True)
             sys.exit(EXIT_USAGE)
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """Errors the Unix way: a usage error is one line on stderr with the --help hint, exit 2;
+        Ctrl-C exits 130 (and SIGTERM 143, see entry())."""
+        prog_name = prog_name or "mdiag"
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            cmd = exc.ctx.command if exc.ctx else None
+            where = "mdiag" if cmd is None or cmd.name in ("run", "mdiag") else exc.ctx.command_path
+            click.echo(f"mdiag: error: {_one_line(exc.format_message()).rstrip('.')} (try '{where} --help')", err=True)
+            sys.exit(EXIT_USAGE)
+        except click.ClickException as exc:
+            click.echo(f"mdiag: error: {_one_line(exc.format_message())}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:  # KeyboardInterrupt (click has printed a newline)
+            sys.exit(EXIT_SIGINT)
+        sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+    def format_usage(self, ctx, formatter):
+        formatter.write("Usage: mdiag [OPTIONS] PATHS...    (a file, folder or glob; - reads stdin)\n"
+                        "       mdiag [OPTIONS] JOBID       (a SLURM job)\n"
+                        "       mdiag COMMAND [ARGS]...\n")
+
+    def format_options(self, ctx, formatter):
+        """The diagnosis's options (the default command's), then the subcommands."""
+        run_cmd = self.commands.get("run")
+        params = [p for p in (run_cmd.get_params(ctx) if run_cmd else []) if p.name != "help"]
+        rows = [r for p in params + self.get_params(ctx) if (r := p.get_help_record(ctx))]
+        if rows:
+            with formatter.section("Options"):
+                formatter.write_dl(rows)
+        self.format_commands(ctx, formatter)
+
     def parse_args(self, ctx, args):
         if args and args[0] not in self.commands and args[0] not in SUBCOMMANDS and args[0] not in ("--help", "-h", "--version"):
             args = ["run", *args]
@@ -86,13 +128,17 @@ class _DefaultGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-@click.group(cls=_DefaultGroup, help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+@click.group("mdiag", cls=_DefaultGroup, help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mdiag")
 def main() -> None:
     pass
 
 
-@main.command("run", help=HELP)
+@main.command("run", help=HELP, hidden=True)  # `mdiag [OPTIONS] PATHS...`: the default command
 @click.argument("paths", nargs=-1, required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout and nothing else (= --format json).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default=None,
@@ -120,10 +166,6 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
         pattern_dirs: tuple[str, ...], slurm_job: str | None = None, json_out: str | None = None,
         jsonl: str | None = None, timeout: float | None = None, no_redact: bool = False) -> None:
     from diagnose.slurm import job as slurm
-    from diagnose.read.collect import InputError
-    from diagnose.patterns.library import PatternError
-    from diagnose.pipeline import diagnose
-    from diagnose.render.report import render, to_dict
     from diagnose.read.scan import reuse_freed_blocks
 
     reuse_freed_blocks()
@@ -133,19 +175,100 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
     if slurm_job is None and paths and slurm.is_job_id(paths[0]):
         slurm_job, paths = paths[0], paths[1:]
     if not paths and not slurm_job:
-        click.echo("mdiag: error: give log files, folders or globs, or a SLURM job id (mdiag --help)", err=True)
+        click.echo("mdiag: error: give log files, folders or globs, - for stdin, or a SLURM job id (try 'mdiag --help')", err=True)
         sys.exit(EXIT_USAGE)
+    with _stdin_as_file(list(paths)) as (paths, stdin_file):
+        d = _diagnose(paths, slurm_job, pattern_dirs, timeout)
+        if stdin_file is not None:
+            _rename_source(d, stdin_file, STDIN_NAME)
+    job_id = job_id or slurm_job
+    _report(d, paths, as_json, fmt, html_file, job_id, json_out, jsonl, no_redact)
+
+
+STDIN_NAME = "<stdin>"
+
+
+@contextlib.contextmanager
+def _stdin_as_file(paths: list[str]):
+    """`-` among the paths: stdin copied to a private temporary file (gzip kept as such), removed after."""
+    if "-" not in paths:
+        yield paths, None
+        return
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    if sys.stdin is None:
+        click.echo("mdiag: error: - names stdin, but there is none", err=True)
+        sys.exit(EXIT_USAGE)
+    if sys.stdin.isatty():
+        click.echo("mdiag: reading the log from stdin (Ctrl-D ends it)", err=True)
+    folder = Path(tempfile.mkdtemp(prefix="mdiag-stdin-"))
+    try:
+        src = getattr(sys.stdin, "buffer", sys.stdin)
+        head = src.read(2)
+        head = head.encode() if isinstance(head, str) else head
+        f = folder / ("stdin.log.gz" if head == b"\x1f\x8b" else "stdin.log")
+        with open(f, "wb") as out:
+            out.write(head)
+            if isinstance(src.read(0), str):
+                for chunk in iter(lambda: src.read(1 << 20), ""):
+                    out.write(chunk.encode("utf-8", "surrogateescape"))
+            else:
+                shutil.copyfileobj(src, out, 1 << 20)
+        yield [str(f) if p == "-" else p for p in dict.fromkeys(paths)], f
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _rename_source(d, path, name: str) -> None:
+    """Evidence from the stdin copy names `<stdin>`, not the temporary file."""
+    for s in d.sources:
+        if s.path == path:
+            old, s.display = s.display, name
+            break
+    else:
+        return
+    evidence = [d.root_cause.evidence] if d.root_cause and d.root_cause.evidence else []
+    evidence += [s.evidence for s in d.symptoms]
+    for e in evidence:
+        if e.file == old:
+            e.file = name
+    d.warnings = [w.replace(old, name).replace(str(path), name) for w in d.warnings]
+
+
+def _diagnose(paths, slurm_job, pattern_dirs, timeout):
+    from diagnose.slurm import job as slurm
+    from diagnose.read.collect import InputError
+    from diagnose.patterns.library import PatternError
+    from diagnose.pipeline import diagnose
+
     try:
         if slurm_job:
-            d = slurm.diagnose_job(slurm_job, list(paths), pattern_dirs=pattern_dirs, timeout=timeout)
-            job_id = job_id or slurm_job
+            return slurm.diagnose_job(slurm_job, list(paths), pattern_dirs=pattern_dirs, timeout=timeout)
         else:
             with _progress(list(paths)) as advance:
-                d = diagnose(list(paths), pattern_dirs=pattern_dirs, timeout=timeout, progress=advance)
+                return diagnose(list(paths), pattern_dirs=pattern_dirs, timeout=timeout, progress=advance)
     except (InputError, PatternError) as exc:
         from diagnose.render.report import inert
 
         click.echo(f"mdiag: error: {inert(str(exc))}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+def _report(d, paths, as_json, fmt, html_file, job_id, json_out, jsonl, no_redact) -> None:
+    """Print (and write) the diagnosis `d`, then exit with its status."""
+    from diagnose.render.report import render, to_dict
+
+    if d.status != "failed" and not any(src.lines for src in d.sources):
+        # nothing was read: "no failure found" would be a claim about logs mdiag never saw
+        why = ("--timeout was reached before the first line was read" if d.partial
+               else f"nothing to read: {_plural(len(d.sources), 'file')}, 0 lines")
+        if d.warnings and not d.partial:  # why: a corrupt .gz, an unreadable file
+            from diagnose.render.report import inert
+
+            why += f" ({inert(' '.join(d.warnings[0].split()))[:300]})"
+        click.echo(f"mdiag: error: {why}", err=True)
         sys.exit(EXIT_USAGE)
     if not no_redact:
         from diagnose.render.redact import redact
@@ -190,6 +313,10 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
     sys.exit(EXIT_FAILURE_FOUND if d.status == "failed" else EXIT_OK)
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 PROGRESS_BYTES = 200 * 1024 * 1024
 
 
@@ -219,9 +346,18 @@ def _progress(paths: list[str]):
 
 def entry() -> None:
     """The installed `mdiag` command: main(), then out without the interpreter's teardown (freeing
-    polars' thread pools and every module object costs about 60 ms, after the report is written)."""
+    polars' thread pools and every module object costs about 60 ms, after the report is written).
+    SIGTERM exits 143 after cleaning up (temporary files), unless it was ignored when mdiag started
+    (as the SLURM hook starts it): then it stays ignored."""
+    import signal
+
+    def _terminated(signum, frame):
+        raise SystemExit(EXIT_SIGTERM)
+
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
     try:
-        main()
+        main(prog_name="mdiag")
         code = EXIT_OK
     except SystemExit as exc:
         code = exc.code

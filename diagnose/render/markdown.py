@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from diagnose.analyze.fingerprint import is_library
-from diagnose.render.report import inert
+from diagnose.render.report import detail_lines, inert, read_line
 
 MAX_TRACEBACK_LINES = 40
 MAX_LINE = 400
@@ -17,9 +17,22 @@ MAX_LINE = 400
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~&]|(?<!\w)_|_(?!\w))")
 
 
+# What GitHub (and chat tools) turn into a notification, a cross-reference or a link: put in a code span.
+_ACTIVE = re.compile(r"(?:(?:https?|ftp|file)://|\bwww\.)\S+?(?=[.,;:!?)\]'\"]*(?:\s|$))|(?<![\w/])@[A-Za-z0-9][\w-]*(?:/[\w.-]+)?|"
+                     r"(?<![\w&/])(?:[\w.-]+/[\w.-]+)?#\d+\b|\bGH-\d+\b")
+
+
 def esc(text: object) -> str:
-    """Inline Markdown text: special characters escaped, one line, control characters visible."""
-    return _MD_SPECIAL.sub(r"\\\1", inert(" ".join(str(text).split())))
+    """Inline Markdown text: special characters escaped, one line, control characters visible; @mentions,
+    #123 references and bare URLs become code spans, so pasting a report pings, links and cross-references
+    nothing."""
+    s = inert(" ".join(str(text).split()))
+    out, at = [], 0
+    for m in _ACTIVE.finditer(s):
+        out += [_MD_SPECIAL.sub(r"\\\1", s[at:m.start()]), code(m.group(0))]
+        at = m.end()
+    out.append(_MD_SPECIAL.sub(r"\\\1", s[at:]))
+    return "".join(out)
 
 
 def code(text: object) -> str:
@@ -78,11 +91,15 @@ def trimmed_traceback(root: dict) -> list[str]:
     return out
 
 
+def _where(ev: dict | None) -> str | None:
+    return code(f"{ev.get('file')}:{ev.get('line')}") if ev else None
+
+
 def render(doc: dict) -> str:
     r = doc.get("root_cause")
     if doc.get("status") != "failed" or not r:
-        n = sum(s.get("lines", 0) for s in doc.get("sources", []))
-        return f"**mdiag: no failure found** — read {n:,} lines from {len(doc.get('sources', []))} file(s)\n"
+        srcs = [{"lines": s.get("lines", 0)} for s in doc.get("sources", [])]
+        return f"**mdiag: no failure found** — {read_line(srcs)}\n"
     out = [f"### mdiag: {esc(r.get('category', '').upper())} — {esc(r.get('summary') or r.get('title') or '')}", ""]
     facts = [f"pattern {code(r.get('pattern'))}"]
     for label, key in (("rank", "rank"), ("host", "host"), ("time", "time")):
@@ -93,12 +110,27 @@ def render(doc: dict) -> str:
     if doc.get("job_id"):
         facts.insert(0, f"job {esc(doc['job_id'])}")
     out.append(" · ".join(facts))
-    if r.get("evidence"):
-        ev = r["evidence"]
-        out += ["", f"Evidence: {code(str(ev.get('file')) + ':' + str(ev.get('line')))}"]
-    out += ["", fenced(trimmed_traceback(r)), ""]
-    if r.get("why"):
-        out += [f"**Why.** {esc(r['why'])}", ""]
+    details = r.get("details") or {}
+    straggler = details.get("lagging_rank")
+    where = _where(r.get("evidence"))
+    if straggler is not None and details.get("reported_by_rank") != straggler:
+        # a hang: the cause is the rank that did NOT time out; the evidence line is another rank's report
+        out += ["", f"**Straggler: rank {esc(straggler)}** — the other ranks timed out waiting for it "
+                    f"in a collective; it hung or died first."]
+        if where:
+            out.append(f"Reported by rank {esc(details.get('reported_by_rank', '?'))} at {where}")
+        out += [""] + [f"- {esc(x)}" for x in detail_lines(details)] + [""]
+        if r.get("why"):
+            out += [f"**Why.** {esc(r['why'])}", ""]
+        out += [f"<details><summary>rank {esc(details.get('reported_by_rank', '?'))}'s traceback "
+                "(the report of the timeout, not its cause)</summary>", "", fenced(trimmed_traceback(r)), "",
+                "</details>", ""]
+    else:
+        if where:
+            out += ["", f"Evidence: {where}"]
+        out += ["", fenced(trimmed_traceback(r)), ""]
+        if r.get("why"):
+            out += [f"**Why.** {esc(r['why'])}", ""]
     if r.get("remediation"):
         out.append("**What to do**")
         out += [f"- {esc(x)}" for x in r["remediation"]]

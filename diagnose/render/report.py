@@ -27,6 +27,17 @@ def inert(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 line', '2 lines', '1,024 lines'."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def read_line(sources) -> str:
+    """'read 1 line from 1 file' for a list of Source or of JSON `sources` entries."""
+    n = sum(s["lines"] if isinstance(s, dict) else s.lines for s in sources)
+    return f"read {plural(n, 'line')} from {plural(len(sources), 'file')}"
+
+
 def _iso(t: datetime | None) -> str | None:
     return t.isoformat() if t else None
 
@@ -121,7 +132,7 @@ def detail_lines(d: dict) -> list[str]:
         if "seconds_after_last_iteration" in p:
             line += f", failed {p['seconds_after_last_iteration']} s after it"
         if p.get("nan_iterations"):
-            line += f"; {p['nan_iterations']} NaN iteration(s)"
+            line += f"; {plural(p['nan_iterations'], 'NaN iteration')}"
         out.append(line)
     if o := d.get("oom"):
         out.append("memory: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in o.items()))
@@ -195,7 +206,7 @@ def render(d: Diagnosis, console: Console) -> None:
     r = d.root_cause
     if r is None:
         console.print(Text("mdiag: no failure found", style="bold green"))
-        console.print(Text(f"read {sum(s.lines for s in d.sources):,} lines from {len(d.sources)} file(s)"))
+        console.print(Text(read_line(d.sources)))
         _slurm_line(d, console)
         for w in d.warnings:
             console.print(Text(f"warning: {inert(w)}", style="yellow"))
@@ -206,8 +217,6 @@ def render(d: Diagnosis, console: Console) -> None:
     head.append(inert(r.summary), style="bold")
     body: list = [head, Text("")]
     body.append(Text(inert(r.message), style="red"))
-    if r.evidence:
-        body.append(Text(f"  at {inert(str(r.evidence))}", style="cyan"))
     facts = []
     for label, value in (("rank", r.rank), ("local rank", r.local_rank), ("host", r.host),
                          ("time", r.time and r.time.strftime("%Y-%m-%d %H:%M:%S"))):
@@ -221,6 +230,8 @@ def render(d: Diagnosis, console: Console) -> None:
         body.append(Text("What to do", style="bold"))
         body += [Text(f"  • {inert(x)}") for x in r.remediation]
     console.print(Panel(Group(*body), title=Text("mdiag · root cause"), border_style="red", expand=True))
+    if r.evidence:  # outside the panel and never wrapped, whatever the width: `path:line` stays whole to copy
+        console.print(Text(f"root cause at {inert(str(r.evidence))}", style="cyan"), soft_wrap=True)
     if d.symptoms:
         console.print(Text(inert(cascade(d)), style="bold"))
         t = Table(title=Text("Downstream symptoms"), show_lines=False, expand=True)
@@ -228,16 +239,17 @@ def render(d: Diagnosis, console: Console) -> None:
         t.add_column("ranks", justify="right")
         t.add_column("count", justify="right")
         t.add_column("when")
-        t.add_column("first evidence")
-        for s in d.symptoms[:12]:
+        shown = d.symptoms[:12]
+        longest = max(len(inert(str(s.evidence))) for s in shown)
+        t.add_column("first evidence", min_width=min(longest, max(16, console.width // 2)), overflow="fold")
+        for s in shown:
             ranks = _ranks_cell(s.ranks)
             t.add_row(Text(inert(s.title)), Text(ranks), str(s.count), Text(_delay(r.time, s.first_time).strip() or "-"),
                       Text(inert(str(s.evidence))))
         if len(d.symptoms) > 12:
             t.caption = f"and {len(d.symptoms) - 12} more"
         console.print(t)
-    n = sum(s.lines for s in d.sources)
-    console.print(Text(f"read {n:,} lines from {len(d.sources)} file(s)", style="dim"))
+    console.print(Text(read_line(d.sources), style="dim"))
     _slurm_line(d, console)
     for w in d.warnings:
         console.print(Text(f"warning: {inert(w)}", style="yellow"))
