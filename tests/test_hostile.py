@@ -374,7 +374,8 @@ def test_escapes_and_markup_are_inert_in_the_terminal(tmp_path, monkeypatch):
 def test_json_escapes_control_characters(tmp_path, validate):
     (tmp_path / "h.log").write_text(HOSTILE)
     res = run("--json", tmp_path / "h.log")
-    assert ESC not in res.stdout and "\\u0007" in res.stdout and "\x07" not in res.stdout
+    # control characters are shown as text (\\x07), so a consumer printing a value gets no raw BEL either
+    assert ESC not in res.stdout and "\\u0007" not in res.stdout and "\\\\x07" in res.stdout and "\x07" not in res.stdout
     doc = validate(json.loads(res.stdout))
     assert "bad RED" in doc["root_cause"]["message"]  # the text itself is kept, less the log's colours
     d = diagnose([tmp_path / "h.log"])

@@ -147,15 +147,15 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
 
         click.echo(f"mdiag: error: {inert(str(exc))}", err=True)
         sys.exit(EXIT_USAGE)
-    if not no_redact:
-        from diagnose.render.redact import redact
+    from diagnose.render.redact import redact  # the output boundary: secrets (unless --no-redact) and control characters
 
-        d = redact(d)
+    d = redact(d, secrets=not no_redact)
     if as_json and fmt not in (None, "json"):
         click.echo(f"mdiag: error: --json conflicts with --format {fmt}", err=True)
         sys.exit(EXIT_USAGE)
     fmt = "json" if as_json else (fmt or "text")
     doc = to_dict(d, job_id=job_id) if fmt != "text" or html_file or json_out or jsonl else None
+    doc = redact(doc, secrets=not no_redact) if doc is not None else None
     if json_out or jsonl:
         from diagnose.render.outputs import append_jsonl, report_name, write_json_atomic
 
