@@ -21,7 +21,7 @@ def diagnose(
     """Diagnose the logs at `paths` (files, folders, globs).  Raises collect.InputError on bad input.
     With `timeout` (seconds), reading stops when it is reached and the diagnosis is marked partial."""
     deadline = scan.Deadline(timeout) if timeout else None
-    files, warnings = collect.expand([str(p) for p in paths])
+    files, warnings = collect.expand([str(p) for p in paths], deadline=deadline)
     sources = collect.describe(files)
     pats = patterns_mod.load(tuple(Path(d) for d in pattern_dirs))
     by_id = {p.id: p for p in pats}

@@ -107,3 +107,124 @@ def test_library_redacts_a_diagnosis(tmp_path):
     red = redact(d)
     assert "pa55word" in d.root_cause.message and "pa55word" not in red.root_cause.message
     assert red.root_cause.evidence == d.root_cause.evidence and red.sources[0].path == d.sources[0].path
+
+
+# ---------------------------------------------------------------- every token kind, real-format fakes
+
+def _fill(n: int, alphabet: str = "aB3dE5gH7jK9mN2pQ4sT6vW8yZ") -> str:
+    return (alphabet * (n // len(alphabet) + 1))[:n]
+
+
+FAKES = {
+    "openai-legacy": "sk-" + _fill(20) + "T3BlbkFJ" + _fill(20),
+    "openai-proj": "sk-proj-" + _fill(74, "Ab1_Cd2-Ef3") + "T3BlbkFJ" + _fill(74, "Gh4Ij5"),
+    "anthropic": "sk-ant-api03-" + _fill(93, "Zz9-Yy8_Xx7"),
+    "github": "ghp_" + _fill(36),
+    "github-pat": "github_pat_11" + _fill(80, "AB12cd_"),
+    "gitlab": "glpat-" + _fill(20, "xY1_z-"),
+    "huggingface": "hf_" + _fill(34),
+    "google": "AIza" + _fill(35, "Sy9_-Bq2"),
+    "aws": "AKIA" + "Q3EGRWXNZJ4P7TUV",
+    "slack": "xoxb-" + "1234567890-0987654321-" + _fill(24),
+    "stripe": "sk_live_" + _fill(24),
+    "npm": "npm_" + _fill(36),
+    "pypi": "pypi-AgEIcHlwaS5vcmc" + _fill(60, "CJDA1b2_-"),
+    "jwt": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+}
+SECRET_LINES = {
+    "azure-key": ("DefaultEndpointsProtocol=https;AccountName=runs;AccountKey=" + _fill(86, "Zm9vYmFy+/") + "==;EndpointSuffix=core.windows.net",
+                  _fill(86, "Zm9vYmFy+/")),
+    "azure-sas": ("SharedAccessSignature=sv=2022-11-02&ss=b&sig=" + _fill(43, "AbCd%2B") + "&se=2030",
+                  _fill(43, "AbCd%2B")),
+    "wandb-login": ('wandb.login(key="' + "0a1b2c3d4e" * 4 + '", relogin=True)', "0a1b2c3d4e" * 4),
+    "netrc": ("machine api.wandb.ai login user password " + "9f8e7d6c5b" * 4, "9f8e7d6c5b" * 4),
+    "password-assign": ("connecting with password=" + "Tr0ub4dor&3xyz" + " to db", "Tr0ub4dor&3xyz"),
+    "token-assign": ("token: " + _fill(30) + " accepted", _fill(30)),
+}
+PEM_BODY = [_fill(64, "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC") for _ in range(3)]
+PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(PEM_BODY) + "\n-----END RSA PRIVATE KEY-----"
+
+
+@pytest.mark.parametrize("kind", sorted(FAKES))
+def test_every_token_kind_is_redacted(kind):
+    secret = FAKES[kind]
+    out = redact_text(f"RuntimeError: request failed with {secret} (401)")
+    assert MARK in out and out.endswith(" (401)")
+    body = secret[12:]
+    assert body not in out, out
+
+
+@pytest.mark.parametrize("kind", sorted(SECRET_LINES))
+def test_every_secret_assignment_is_redacted(kind):
+    line, secret = SECRET_LINES[kind]
+    out = redact_text(line)
+    assert secret not in out and MARK in out, out
+
+
+def test_pem_blocks_whole_and_line_by_line():
+    out = redact_text("key = " + PEM + "\nnext")
+    assert all(b not in out for b in PEM_BODY) and "-----BEGIN RSA PRIVATE KEY-----" in out
+    assert out.endswith("-----END RSA PRIVATE KEY-----\nnext")
+    assert all(redact_text(b) == MARK for b in PEM_BODY)  # a body line printed as a log line of its own
+    assert redact_text("-----BEGIN PRIVATE KEY-----" + PEM_BODY[0]).count(MARK) == 1  # cut off: to the end
+
+
+def test_every_rule_names_its_source():
+    from diagnose.render.redact import rules
+
+    assert len(rules()) >= 15
+    import tomllib
+    from importlib.resources import files
+
+    data = tomllib.loads(files("diagnose.render").joinpath("secrets.toml").read_text())
+    assert all(r["source"].startswith("https://") for r in data["rule"])
+
+
+def test_values_under_secret_keys_at_any_depth_and_in_lists():
+    doc = {"job": {"inconsistent_arguments": {"wandb_api_key": ["0a1b2c3d4e" * 4, "9f8e7d6c5b" * 4],
+                                              "lr": ["1e-4", "2e-4"]}},
+           "warnings": [["nested", {"deeper": [f"HF_TOKEN={FAKES['huggingface']}"]}]], "n": 3}
+    out = redact(doc)
+    flat = json.dumps(out)
+    assert "0a1b2c3d4e" not in flat and "9f8e7d6c5b" not in flat and FAKES["huggingface"] not in flat
+    assert out["job"]["inconsistent_arguments"]["lr"] == ["1e-4", "2e-4"] and out["n"] == 3
+
+
+def test_control_characters_are_made_visible_with_or_without_redaction():
+    from diagnose.render.redact import inert_text
+
+    for text in ("a\x1b[2Jb", "a\x07b", "a\x9b31mb", "a\u202eb", "a\u200bb", "a\ufeffb", "a\x85b"):
+        for secrets in (True, False):
+            out = redact({"w": [text]}, secrets=secrets)["w"][0]
+            assert out == inert_text(text) and out != text and out.startswith("a") and out.endswith("b")
+            assert all(ch not in out for ch in "\x1b\x07\x9b\u202e\u200b\ufeff\x85")
+    assert inert_text("tab\tand\nnewline") == "tab\tand\nnewline"
+
+
+def test_no_secret_in_any_output(tmp_path):
+    """One log with every kind, two nodes' argument dumps disagreeing on wandb_api_key: no secret in the
+    terminal, JSON, Markdown, HTML, --json-out or --jsonl."""
+    secrets = list(FAKES.values()) + [s for _, s in SECRET_LINES.values()] + PEM_BODY
+    lines = ["------------------------ arguments ------------------------",
+             "  wandb_api_key ................................... " + "0a1b2c3d4e" * 4,
+             "  lr .............................................. 0.0001",
+             "-------------------- end of arguments ---------------------"]
+    other = [lines[0], "  wandb_api_key ................................... " + "9f8e7d6c5b" * 4, lines[2], lines[3]]
+    body = [f"[rank0]: using {s}" for s in FAKES.values()] + [f"[rank0]: {line}" for line, _ in SECRET_LINES.values()]
+    body += [f"[rank0]: {line}" for line in PEM.splitlines()]
+    body += ["[rank0]: Traceback (most recent call last):", '[rank0]:   File "/job/train.py", line 3, in <module>',
+             f"[rank0]: RuntimeError: auth failed for {FAKES['openai-proj']} and {FAKES['github']}"]
+    (tmp_path / "node0.log").write_text("\n".join(lines + body) + "\n")
+    (tmp_path / "node1.log").write_text("\n".join(other) + "\n")
+    outs = []
+    for fmt in ("text", "json", "markdown"):
+        r = CliRunner().invoke(main, ["--format", fmt, str(tmp_path / "node0.log"), str(tmp_path / "node1.log"),
+                                      "--html", str(tmp_path / "r.html"), "--json-out", str(tmp_path / "out"),
+                                      "--jsonl", str(tmp_path / "all.jsonl")])
+        assert r.exit_code == 1, r.output
+        outs.append(r.output)
+    outs += [(tmp_path / "r.html").read_text(), (tmp_path / "all.jsonl").read_text()]
+    outs += [p.read_text() for p in (tmp_path / "out").iterdir()]
+    for out in outs:
+        for s in secrets:
+            assert s[8:] not in out, (s, out[:2000])

@@ -177,7 +177,7 @@ def _error_file_event(s: Source, patterns: dict[str, Pattern], ctx: JobContext) 
         t = datetime.fromtimestamp(stamp) if stamp else None
         if not isinstance(text, str) or not isinstance(stack, str):
             raise TypeError("message and py_callstack must be text")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
         return None  # not torchrun's error file after all: its log lines still count
     block = TracebackBlock(start=1)
     for m in regex.finditer(r'File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>.*)', stack):

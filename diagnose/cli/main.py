@@ -270,15 +270,15 @@ def _report(d, paths, as_json, fmt, html_file, job_id, json_out, jsonl, no_redac
             why += f" ({inert(' '.join(d.warnings[0].split()))[:300]})"
         click.echo(f"mdiag: error: {why}", err=True)
         sys.exit(EXIT_USAGE)
-    if not no_redact:
-        from diagnose.render.redact import redact
+    from diagnose.render.redact import redact  # the output boundary: secrets (unless --no-redact) and control characters
 
-        d = redact(d)
+    d = redact(d, secrets=not no_redact)
     if as_json and fmt not in (None, "json"):
         click.echo(f"mdiag: error: --json conflicts with --format {fmt}", err=True)
         sys.exit(EXIT_USAGE)
     fmt = "json" if as_json else (fmt or "text")
     doc = to_dict(d, job_id=job_id) if fmt != "text" or html_file or json_out or jsonl else None
+    doc = redact(doc, secrets=not no_redact) if doc is not None else None
     if json_out or jsonl:
         from diagnose.render.outputs import append_jsonl, report_name, write_json_atomic
 

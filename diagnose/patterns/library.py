@@ -21,6 +21,7 @@ logs.  The Python ``regex`` module is only used for named groups on the few matc
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -139,20 +140,85 @@ def _pathological(rx: str) -> str | None:
     return "nested quantifiers (like `(a+)+`) can take exponential time; rewrite without the outer repeat" if nested(tree) else None
 
 
+PATTERN_FILE_MAX_BYTES = 1024 * 1024
+# key → (types, words): what each key of a [[pattern]] table must hold
+_KEY_TYPES = {
+    "id": (str, "text"), "role": (str, "text"), "regex": (str, "text"), "title": (str, "text"), "why": (str, "text"),
+    "category": (str, "text"), "frames": (str, "text"), "priority": (int, "a whole number"),
+    "remediation": (list, "a list of strings"), "examples": (list, "a list of strings"),
+    "near_misses": (list, "a list of strings"),
+}
+_PROBES = ("a" * 4000 + "!", " " * 4000 + "!", "0" * 4000 + "!", "a " * 2000 + "!", "x=" * 2000 + "\x00",
+           "a," * 2000 + "!", "a" * 40 + "!")
+
+
+def _read_pattern_file(path: Path) -> str:
+    """The text of a pattern file: a regular file under PATTERN_FILE_MAX_BYTES (a FIFO would hang the
+    read, a link to /dev/zero would fill the memory), opened without blocking."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise PatternError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PatternError(f"{path}: not a regular file, not read")
+        if st.st_size > PATTERN_FILE_MAX_BYTES:
+            raise PatternError(f"{path}: {st.st_size} bytes, over the {PATTERN_FILE_MAX_BYTES} a pattern file may have")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(PATTERN_FILE_MAX_BYTES + 1)
+        if len(data) > PATTERN_FILE_MAX_BYTES:
+            raise PatternError(f"{path}: over the {PATTERN_FILE_MAX_BYTES} bytes a pattern file may have")
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PatternError(f"{path}: cannot read: {exc}") from None
+    except OSError as exc:
+        raise PatternError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _check_types(where: str, raw: dict) -> None:
+    for key, value in raw.items():
+        if key not in _KEY_TYPES:
+            continue
+        want, words = _KEY_TYPES[key]
+        ok = isinstance(value, want) and not isinstance(value, bool)
+        if ok and want is list:
+            ok = all(isinstance(x, str) for x in value)
+        if ok and want is int:
+            ok = -10**6 <= value <= 10**6
+        if not ok:
+            raise PatternError(f"{where}: key {key!r} must be {words}, not {type(value).__name__} {str(value)[:40]!r}")
+
+
+def _backtracks(rx: str) -> bool:
+    """True when the Python engine takes over 0.1 s on one of a few crafted lines (catastrophic backtracking)."""
+    compiled = _compile(rx)
+    for probe in _PROBES:
+        try:
+            compiled.search(probe, timeout=0.1)
+        except TimeoutError:
+            return True
+    return False
+
+
 def load_file(path: Path, check_engine: bool = True) -> list[Pattern]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PatternError(f"{path}: cannot read: {exc}") from None
+        data = tomllib.loads(_read_pattern_file(path))
     except tomllib.TOMLDecodeError as exc:
         raise PatternError(f"{path}: not valid TOML: {exc}") from None
     category = data.get("category")
     if category not in CATEGORIES:
-        raise PatternError(f"{path}: category {category!r} is not one of {', '.join(CATEGORIES)}")
+        raise PatternError(f"{path}: category {str(category)[:40]!r} is not one of {', '.join(CATEGORIES)}")
+    tables = data.get("pattern", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise PatternError(f"{path}: key 'pattern' must be a list of [[pattern]] tables")
     out = []
-    for i, raw in enumerate(data.get("pattern", [])):
-        pid = raw.get("id", f"#{i + 1}")
+    for i, raw in enumerate(tables):
+        pid = raw.get("id") if isinstance(raw.get("id"), str) else f"#{i + 1}"
         where = f"{path}: pattern {pid}"
+        _check_types(where, raw)
         missing = [k for k in REQUIRED if not raw.get(k)]
         if missing:
             raise PatternError(f"{where}: missing {', '.join(missing)}")
@@ -164,8 +230,6 @@ def load_file(path: Path, check_engine: bool = True) -> list[Pattern]:
         cat = raw.get("category", category)
         if cat not in CATEGORIES:
             raise PatternError(f"{where}: category {cat!r} is not one of {', '.join(CATEGORIES)}")
-        if isinstance(raw["remediation"], str) or isinstance(raw["examples"], str):
-            raise PatternError(f"{where}: remediation and examples must be lists of strings")
         if raw["regex"].lstrip("(?i)").startswith("^"):
             raise PatternError(f"{where}: regex must not be anchored with ^ (it runs on raw lines and on messages)")
         problem = _check_rust_regex(raw["regex"]) if check_engine else None
@@ -179,6 +243,14 @@ def load_file(path: Path, check_engine: bool = True) -> list[Pattern]:
                 _compile(raw["regex"])
             except regex.error as exc:
                 raise PatternError(f"{where}: regex does not compile: {exc}") from None
+            if _backtracks(raw["regex"]):
+                raise PatternError(f"{where}: regex refused: it backtracks catastrophically (over 0.1 s on a "
+                                   "crafted line); rewrite it without overlapping repeats")
+            if raw.get("frames"):
+                try:
+                    _compile(raw["frames"])
+                except regex.error as exc:
+                    raise PatternError(f"{where}: frames regex does not compile: {exc}") from None
         out.append(
             Pattern(
                 id=pid, category=cat, role=raw["role"], regex=raw["regex"],

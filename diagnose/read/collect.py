@@ -15,6 +15,8 @@ LOG_SUFFIXES = (".err", ".out", ".log", ".txt")
 _ATTEMPT = re.compile(r"(?:^|/)attempt_(\d+)/(\d+)/(stdout|stderr)\.log$|(?:^|/)attempt_(\d+)/(\d+)/error\.json$")
 # srun/sbatch filename patterns: %t task id, %N node name, e.g. job-1234-3.err, job-1234-node004.out
 _TASK = re.compile(r"(?:task|rank|proc)[-_.]?(\d+)", re.I)
+MAX_ID = 2**31 - 1  # a rank, attempt or task number above this is not one (polars' Int32/Int64 columns hold it)
+ERROR_JSON_MAX_BYTES = 16 * 1024 * 1024  # torchrun's error.json is a few KB; a bigger one is not read
 
 
 class InputError(Exception):
@@ -28,12 +30,19 @@ def _wanted(path: Path) -> bool:
     return name.endswith(LOG_SUFFIXES) or name == "error.json"
 
 
-def expand(paths: list[str]) -> tuple[list[Path], list[str]]:
+def _number(text: str) -> int | None:
+    """A rank/attempt/task number from a path, or None when it is too big to be one."""
+    return int(text) if len(text) <= 10 and int(text) <= MAX_ID else None
+
+
+def expand(paths: list[str], deadline=None) -> tuple[list[Path], list[str]]:
     """Files, folders (recursively) and globs → (files, warnings).  Raises InputError if nothing is readable.
 
     Whatever cannot be read (a missing path next to good ones, a symlink loop, a FIFO, a device, a
-    folder without permission) is skipped with a warning; only when nothing is left is it an error.
-    The same file named twice (or through a link) is read once.
+    folder without permission, an error.json over ERROR_JSON_MAX_BYTES) is skipped with a warning;
+    only when nothing is left is it an error.  The same file named twice (or through a link) is read
+    once.  Folders of any depth are walked without recursion; with `deadline` (scan.Deadline) the
+    walk stops when it expires and a warning says what was not listed.
     """
     files: list[tuple[Path, os.stat_result]] = []
     warnings: list[str] = []
@@ -42,7 +51,7 @@ def expand(paths: list[str]) -> tuple[list[Path], list[str]]:
         p = Path(arg)
         st, why = _stat(p)
         if st is not None and stat.S_ISDIR(st.st_mode):
-            found, walk_warnings = _walk(p)
+            found, walk_warnings = _walk(p, deadline)
             warnings += walk_warnings
             if not found:
                 problems.append(f"{arg}: no log files (*.err, *.out, *.log, *.txt, error.json) in this folder")
@@ -71,6 +80,9 @@ def expand(paths: list[str]) -> tuple[list[Path], list[str]]:
             warnings.append(f"{f}: the same file as one already given, read once")
             continue
         seen.add(key)
+        if f.name == "error.json" and st.st_size > ERROR_JSON_MAX_BYTES:
+            warnings.append(f"{f}: error.json of {st.st_size} bytes (over {ERROR_JSON_MAX_BYTES}), skipped")
+            continue
         out.append(f)
     if not out:
         if len(problems) == 1:
@@ -105,18 +117,37 @@ def _kind(st: os.stat_result | None) -> str:
             if stat.S_ISBLK(m) else "a socket" if stat.S_ISSOCK(m) else "not a file")
 
 
-def _walk(top: Path) -> tuple[list[tuple[Path, os.stat_result]], list[str]]:
-    """Log files under a folder (links to files followed, links to folders not: no loops)."""
+def _walk(top: Path, deadline=None) -> tuple[list[tuple[Path, os.stat_result]], list[str]]:
+    """Log files under a folder (links to files followed, links to folders not: no loops), depth
+    first in name order, with an explicit stack: any depth, no recursion."""
     found, warnings = [], []
-
-    def onerror(exc: OSError) -> None:
-        reason = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
-        warnings.append(f"{exc.filename}: cannot list this folder ({reason}), skipped")
-
-    for root, dirs, names in os.walk(top, onerror=onerror, followlinks=False):
-        dirs.sort()
-        for n in sorted(names):
-            f = Path(root) / n
+    stack = [top]
+    while stack:
+        if deadline is not None and deadline.expired():
+            warnings.append(f"{top}: listing stopped by --timeout; {len(stack)} folder(s) not listed")
+            break
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            reason = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
+            warnings.append(f"{folder}: cannot list this folder ({reason}), skipped")
+            continue
+        subdirs = []
+        for i, e in enumerate(entries):
+            if deadline is not None and i % 1024 == 1023 and deadline.expired():
+                warnings.append(f"{folder}: listing stopped by --timeout after {i} of {len(entries)} entries")
+                stack.clear()
+                break
+            try:
+                is_dir = e.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                subdirs.append(Path(e.path))
+                continue
+            f = Path(e.path)
             if not _wanted(f):
                 continue
             st, why = _stat(f)
@@ -124,6 +155,7 @@ def _walk(top: Path) -> tuple[list[tuple[Path, os.stat_result]], list[str]]:
                 found.append((f, st))
             else:
                 warnings.append(f"{f}: {why or 'not a regular file (' + _kind(st) + '), skipped'}")
+        stack.extend(reversed(subdirs))  # the first sub-folder by name is walked next
     return found, warnings
 
 
@@ -137,10 +169,10 @@ def describe(files: list[Path]) -> list[Source]:
         m = _ATTEMPT.search(posix[:-3] if posix.endswith(".gz") else posix)
         if m:
             if m.group(1) is not None:
-                src.attempt, src.local_rank, src.stream = int(m.group(1)), int(m.group(2)), m.group(3)
+                src.attempt, src.local_rank, src.stream = _number(m.group(1)), _number(m.group(2)), m.group(3)
                 src.layout = "torchrun-logdir"
             else:
-                src.attempt, src.local_rank = int(m.group(4)), int(m.group(5))
+                src.attempt, src.local_rank = _number(m.group(4)), _number(m.group(5))
                 src.layout = "error-json"
         elif name == "error.json":
             src.layout = "error-json"
@@ -151,7 +183,7 @@ def describe(files: list[Path]) -> list[Source]:
                 src.stream = "stdout"
             t = _TASK.search(name)
             if t:
-                src.task = int(t.group(1))
+                src.task = _number(t.group(1))
         sources.append(src)
     _confirm_per_rank(sources)
     return sources

@@ -123,17 +123,34 @@ def lanes(doc: dict) -> tuple[str, list[dict]]:
     return "node", sorted(nodes.values(), key=lambda n: min(n["ranks"]))
 
 
+MAX_TICKS = 12
+
+
+def _shift(t: datetime, seconds: float) -> datetime:
+    """t moved by seconds, clipped to the years datetime can hold (a log may say year 1 or 9999)."""
+    try:
+        return t + timedelta(seconds=seconds)
+    except OverflowError:
+        return datetime.max.replace(tzinfo=t.tzinfo) if seconds > 0 else datetime.min.replace(tzinfo=t.tzinfo)
+
+
 def _ticks(t0: datetime, t1: datetime) -> list[datetime]:
-    span = (t1 - t0).total_seconds()
+    """At most MAX_TICKS round times between t0 and t1, whatever the span (a second or millennia)."""
+    span = max((t1 - t0).total_seconds(), 0.0)
     for step in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400):
         if span / step <= 8:
             break
+    else:
+        step = 86400 * math.ceil(span / 8 / 86400)
     base = t0.replace(hour=0, minute=0, second=0, microsecond=0)
-    first = base + timedelta(seconds=math.ceil((t0 - base).total_seconds() / step) * step)
+    first = _shift(base, math.ceil((t0 - base).total_seconds() / step) * step)
     out, t = [], first
-    while t <= t1:
+    while t <= t1 and len(out) < MAX_TICKS:
         out.append(t)
-        t += timedelta(seconds=step)
+        nxt = _shift(t, step)
+        if nxt <= t:
+            break
+        t = nxt
     return out
 
 
@@ -150,9 +167,9 @@ def timeline_svg(doc: dict) -> str:
     if times:
         t0, t1 = min(times), max(times)
         if (t1 - t0).total_seconds() < 4:
-            t0, t1 = t0 - timedelta(seconds=2), t1 + timedelta(seconds=2)
-        pad = (t1 - t0) * 0.04
-        t0, t1 = t0 - pad, t1 + pad
+            t0, t1 = _shift(t0, -2), _shift(t1, 2)
+        pad = (t1 - t0).total_seconds() * 0.04
+        t0, t1 = _shift(t0, -pad), _shift(t1, pad)
     else:
         t0 = t1 = None
 
@@ -170,8 +187,9 @@ def timeline_svg(doc: dict) -> str:
         for t in _ticks(t0, t1):
             x = X(t)
             p.append(f'<line x1="{x:.1f}" y1="{TOP - 6}" x2="{x:.1f}" y2="{H - 30}" stroke="#eaeef2"/>')
-            p.append(f'<text x="{x:.1f}" y="{H - 16}" text-anchor="middle">{t:%H:%M:%S}</text>')
-        p.append(f'<text x="{x0}" y="{H - 3}">{t0:%Y-%m-%d}</text>')
+            label = f"{t:%H:%M:%S}" if (t1 - t0).total_seconds() <= 2 * 86400 else f"{t.year:04d}-{t:%m-%d}"
+            p.append(f'<text x="{x:.1f}" y="{H - 16}" text-anchor="middle">{label}</text>')
+        p.append(f'<text x="{x0}" y="{H - 3}">{t0.year:04d}-{t0:%m-%d}</text>')
     ux = W - RIGHT - UNK / 2
     p.append(f'<line x1="{ux - UNK / 2 + 4:.1f}" y1="{TOP - 6}" x2="{ux - UNK / 2 + 4:.1f}" y2="{H - 30}" stroke="#d0d7de" stroke-dasharray="2 2"/>')
     p.append(f'<text x="{ux:.1f}" y="{H - 16}" text-anchor="middle">time?</text>')

@@ -7,20 +7,35 @@ with every string scrubbed; the input is not changed.  What is recognised:
   HF_TOKEN=…``, ``'AWS_SECRET_ACCESS_KEY': '…'``, ``"db_password": "…"``, ``--hf-token …``
   (names ending in TOKEN, SECRET, PASSWORD/PASSWD, KEY/APIKEY, CREDENTIALS; any case);
   in a dict, a value under such a key;
-- Hugging Face tokens ``hf_…``, GitHub tokens ``ghp_…``/``gho_…``/``ghs_…``/``ghu_…``/``ghr_…``/
-  ``github_pat_…``, Slack tokens ``xox?-…``, AWS access key ids ``AKIA…``/``ASIA…`` (the prefix
-  is kept, the rest replaced);
+- the token kinds of ``secrets.toml`` (rules after gitleaks' default set, each with its source):
+  OpenAI ``sk-``/``sk-proj-``, GitHub ``ghp_``/``github_pat_``, GitLab ``glpat-``, Hugging Face
+  ``hf_``, Google ``AIza``, AWS ``AKIA``, Azure ``AccountKey=``/``SharedAccessSignature=``, Slack
+  ``xox?-``, ``wandb.login(key=…)``, JWTs, PEM private keys (the prefix is kept, the rest replaced);
 - ``Authorization: Bearer …`` / ``Basic …`` headers and any ``Bearer <token>``;
 - passwords in URLs: ``scheme://user:<redacted>@host``.
 
 A bare AWS secret access key (40 base64 characters) can't be told from a git hash or a checksum;
 it is caught when it is assigned to a name ending in KEY, as in ``aws_secret_access_key = …``.
+
+`redact` is the one pass at the output boundary: every string of a report at any depth (dicts,
+lists, dataclasses), and under a secret-looking key every string below it (``inconsistent_arguments``
+lists both nodes' values of ``wandb_api_key``).  `inert_text` (always applied, --no-redact or not)
+makes control characters visible: C0/C1 controls, DEL, bidi overrides and zero-width characters
+become ``\\xNN`` / ``\\u202e`` text, so no output drives a terminal or reorders what a reader sees.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import re
+import sys
+from importlib.resources import files
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 MARK = "<redacted>"
 
@@ -37,13 +52,38 @@ _FLAG = re.compile(r"(?P<key>--" + _NAME + r")(?P<sep>=|\s+)(?P<val>[^\s\"'-][^\
 _HEADER = re.compile(r"(?P<key>\bauthorization['\"]?\s*[:=]\s*['\"]?(?:(?:bearer|basic|token|digest)\s+)?)(?P<val>[^\s'\",;]+)", re.I)
 _BEARER = re.compile(r"(?P<key>\bbearer\s+)(?P<val>[A-Za-z0-9\-._~+/]{8,}=*)", re.I)
 _URL = re.compile(r"(?P<key>\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)(?P<val>[^\s/@]+)(?=@)", re.I)
-_TOKENS = re.compile(
-    r"\b(?:(?P<key>hf_|api_org_)(?P<val>[A-Za-z0-9]{30,})"
-    r"|(?P<key2>gh[opusr]_)(?P<val2>[A-Za-z0-9]{30,})"
-    r"|(?P<key3>github_pat_)(?P<val3>[A-Za-z0-9_]{22,})"
-    r"|(?P<key4>xox[abposr]-)(?P<val4>[A-Za-z0-9-]{10,})"
-    r"|(?P<key5>AKIA|ASIA)(?P<val5>[A-Z0-9]{16}))\b"
-)
+# tab and newline stay; every other C0/C1 control, DEL, bidi controls and zero-width characters are shown as escapes
+_UNSAFE_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+@functools.lru_cache(maxsize=1)
+def rules() -> tuple[tuple[str, re.Pattern], ...]:
+    """(id, compiled regex) of every rule in secrets.toml; each has a named group `secret`."""
+    data = tomllib.loads(files("diagnose.render").joinpath("secrets.toml").read_text(encoding="utf-8"))
+    out = []
+    for r in data["rule"]:
+        rx = re.compile(r["regex"])
+        assert "secret" in rx.groupindex and r.get("source"), r["id"]
+        out.append((r["id"], rx))
+    return tuple(out)
+
+
+def _cut_secret(m: re.Match) -> str:
+    start, end = m.start("secret") - m.start(), m.end("secret") - m.start()
+    whole = m.group(0)
+    if whole[start:end] in ("", MARK) or MARK in whole[start:end]:
+        return whole
+    return whole[:start] + MARK + whole[end:]
+
+
+def inert_text(text: str) -> str:
+    """Control, bidi and zero-width characters as visible escapes (tab and newline kept)."""
+    if not _UNSAFE_CHARS.search(text):
+        return text
+    return _UNSAFE_CHARS.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100
+                             else f"\\u{ord(m.group(0)):04x}", text)
+
+
 _TRIVIAL = {"", "none", "null", "nil", "true", "false", "<redacted>", "'<redacted>'", '"<redacted>"', "''", '""',
             "***", "<unset>", "unset", "not set", "<not set>"}
 _KEY_NAME = re.compile(r"^" + _NAME + r"$", re.I)
@@ -61,10 +101,6 @@ def _keep_key(m: re.Match) -> str:
     return f"{m['key']}{MARK}"
 
 
-def _token(m: re.Match) -> str:
-    return next(m[k] for k in ("key", "key2", "key3", "key4", "key5") if m[k]) + MARK
-
-
 def redact_text(text: str) -> str:
     """One string with its secrets replaced by <redacted> (names and prefixes kept)."""
     if not text or len(text) < 8:
@@ -74,7 +110,8 @@ def redact_text(text: str) -> str:
     text = _HEADER.sub(lambda m: m.group(0) if m["val"] == MARK else _keep_key(m), text)
     text = _BEARER.sub(_keep_key, text)
     text = _URL.sub(_keep_key, text)
-    text = _TOKENS.sub(_token, text)
+    for _id, rx in rules():
+        text = rx.sub(_cut_secret, text)
     return text
 
 
@@ -82,30 +119,43 @@ def _secret_key(k) -> bool:
     return isinstance(k, str) and bool(_KEY_NAME.match(k))
 
 
-def redact(obj):
-    """A copy of obj (dicts, lists, tuples, strings, dataclasses; anything else as is) with secrets redacted."""
+def _all_marked(obj):
+    """Everything below a secret-looking key: every string replaced (numbers and trivial values kept)."""
+    if isinstance(obj, str):
+        return obj if obj.strip().lower() in _TRIVIAL else MARK
+    if isinstance(obj, dict):
+        return {k: _all_marked(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_all_marked(v) for v in obj)
+    return obj
+
+
+def redact(obj, secrets: bool = True):
+    """A copy of obj (dicts, lists, tuples, strings, dataclasses; anything else as is) with secrets
+    redacted (unless `secrets` is False) and control characters made inert, at any depth."""
     if obj is None or type(obj) in (int, float, bool):  # the bulk of a report's leaves (rank lists)
         return obj
     if isinstance(obj, str):
-        return redact_text(obj)
+        return inert_text(redact_text(obj) if secrets else obj)
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
-            if _secret_key(k) and isinstance(v, str) and v.strip().lower() not in _TRIVIAL:
-                out[k] = MARK
-            else:
-                out[k] = redact(v)
+            key = redact(k, secrets) if isinstance(k, str) else k
+            out[key] = _all_marked(redact(v, secrets)) if secrets and _secret_key(k) else redact(v, secrets)
         return out
     if isinstance(obj, list):
-        return [redact(v) for v in obj]
+        return [redact(v, secrets) for v in obj]
     if isinstance(obj, tuple):
-        return tuple(redact(v) for v in obj)
+        return tuple(redact(v, secrets) for v in obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         new = copy.copy(obj)
         for f in dataclasses.fields(obj):
             value = getattr(obj, f.name)
-            red = redact(value)
+            red = redact(value, secrets)
             if red is not value:
-                setattr(new, f.name, red)
+                try:
+                    setattr(new, f.name, red)
+                except (AttributeError, TypeError):  # frozen
+                    object.__setattr__(new, f.name, red)
         return new
     return obj
