@@ -164,6 +164,7 @@ def main(argv=None) -> None:
     ap.add_argument("--scale", default="100M,1G,10G", help="sizes of the `scale` case")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--baseline", type=Path, default=None, help="another checkout of mdiag to time alongside")
+    ap.add_argument("--baseline-repeat", type=int, default=None, help="runs of the baseline (default: --repeat)")
     ap.add_argument("--clean", action="store_true", help="delete the generated inputs at the end")
     a = ap.parse_args(argv)
     a.dir.mkdir(parents=True, exist_ok=True)
@@ -172,7 +173,7 @@ def main(argv=None) -> None:
     for c in a.cases.split(","):
         cases += a.scale.split(",") if c == "scale" else [c]
     grep_out = str(a.dir / "grep.out")
-    starts = {label: startup(code, a.dir, a.repeat) for label, code in codes}
+    starts = {label: startup(code, a.dir, 3) for label, code in codes}
     rows, made = [], []
     for case in cases:
         target, answer = make_input(case, a.dir)
@@ -180,7 +181,8 @@ def main(argv=None) -> None:
         name = {"clean": "75M clean short lines", "errors": "50M every line an error, 512 ranks"}.get(
             case, f"{case} merged, 1024 ranks")
         for label, code in codes:
-            row = run_case(name, target, answer, code, a.repeat, grep_out)
+            reps = a.baseline_repeat if label == "baseline" and a.baseline_repeat else a.repeat
+            row = run_case(name, target, answer, code, reps, grep_out)
             row["code"] = label
             row["ratio"] = row["mdiag_s"] / row["grep_s"]
             row["ratio-startup"] = max(row["mdiag_s"] - starts[label], 0.0) / row["grep_s"]
