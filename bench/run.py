@@ -97,6 +97,7 @@ def make_input(case: str, d: Path, seed: int = 1) -> tuple[Path, dict]:
 
 # measuring ------------------------------------------------------------------------------------------
 def measured(cmd: list[str], env: dict, stdout_file: str | None = None) -> tuple[float, int, str]:
+    # (run from the checkout itself: `python -m` puts the working folder first on the path)
     """(wall s, peak RSS MB, stdout) of cmd, run from a fresh Python helper whose only child is cmd."""
     helper = (
         "import resource,subprocess,sys,time,json;o=sys.argv[1];t=time.perf_counter();"
@@ -106,7 +107,7 @@ def measured(cmd: list[str], env: dict, stdout_file: str | None = None) -> tuple
         "print(json.dumps([w,resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss//1024,p.stdout or '']))"
     )
     out = subprocess.run([sys.executable, "-c", helper, stdout_file or "", *cmd], stdout=subprocess.PIPE,
-                         text=True, env=env).stdout
+                         text=True, env=env, cwd=env.get("PYTHONPATH")).stdout
     return tuple(json.loads(out))
 
 
