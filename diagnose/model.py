@@ -126,4 +126,6 @@ class Diagnosis:
     job: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     partial: bool = False  # --timeout fired: not everything was read (warnings say what)
+    summarised: bool = False  # repeated matching lines were counted, not each analysed (scan's caps)
+    summarised_lines: int = 0  # how many
     slurm: dict | None = None  # what SLURM says about the job (mdiag JOBID): state, exit code, elapsed, nodes

@@ -26,7 +26,8 @@ def diagnose(
     pats = patterns_mod.load(tuple(Path(d) for d in pattern_dirs))
     by_id = {p.id: p for p in pats}
 
-    kept, read_warnings = scan.scan(sources, [p.regex for p in pats], progress, deadline=deadline)
+    summary: dict = {}
+    kept, read_warnings = scan.scan(sources, [p.regex for p in pats], progress, deadline=deadline, summary=summary)
     warnings += read_warnings
     if deadline and deadline.fired:
         warnings.append(deadline.summary())
@@ -59,4 +60,6 @@ def diagnose(
         job=job,
         warnings=warnings,
         partial=bool(deadline and deadline.fired),
+        summarised=bool(summary.get("summarised")),
+        summarised_lines=summary.get("summarised_lines", 0),
     )

@@ -46,7 +46,10 @@ KEEP_OTHER = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_OTHER_BODY + r")"
 KEEP_TS = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_TS_BODY + r")"
 PREFIX_ONLY = r"^" + PREFIX_PLAIN
 # Lines in a traceback's neighbourhood are kept too (source lines, message continuations).
-KEEP_STRUCT_BODY = r"\s*(?:\|\s*)*File \"|[A-Za-z_][\w.]*(?::\s|:$|$)|\s*(?:[|+]\s*)*Traceback \("
+# (a bare word alone on its line is an exception's name only when its last dotted part is capitalised,
+# `KeyboardInterrupt`, `_queue.Empty`: `ok` or `done` printed millions of times is no structure)
+KEEP_STRUCT_BODY = (r"\s*(?:\|\s*)*File \"|[A-Za-z_][\w.]*(?::\s|:$)|(?:[A-Za-z_]\w*\.)*_*[A-Z]\w*$"
+                    r"|\s*(?:[|+]\s*)*Traceback \(")
 KEEP_STRUCT = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_STRUCT_BODY + r")"
 # The scan's pass over every line: any of these shapes; then, on those lines, the other shapes
 # (the rest are timestamp lines, the bulk).

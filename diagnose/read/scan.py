@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 import polars as pl
 
 from diagnose.read import grammar
+from diagnose.read.caps import Summariser
+from diagnose.read.prefilter import BlockFilter
 from diagnose.model import Source
 
 CHUNK_BYTES = 16 * 1024 * 1024
@@ -340,7 +342,8 @@ class KeepPlan:
         else:
             self.thin_first = pl.col("line").str.contains(self.thin)
         # a literal that holds another one adds no line to a `contains` (256 of 322 literals are left)
-        self.hit_anchors = _alternation(_minimal(hit_lits))
+        self.hit_literals = sorted(_minimal(hit_lits))
+        self.hit_anchors = _alternation(set(self.hit_literals))
         self.anchors = _alternation(_minimal(lits))  # the thinning literal too: what grep is timed with
         # Groups of regexes, each run only on the lines holding one of its members' literals (a gate
         # found by Aho-Corasick); a member without a literal leaves its group ungated.
@@ -359,6 +362,11 @@ class KeepPlan:
         self.gate_literals = sorted(gate_lits)
         # only when an ungated group's literals are among the hits: one more pass sets those lines apart
         self.gate_anchors = None if gate_lits == hit_lits else _alternation(gate_lits)
+
+    def block_filter(self) -> BlockFilter:
+        """The raw-bytes test that finds the stretches of a chunk where filter can keep a line."""
+        thin = [self.thin] if self.thin else []
+        return BlockFilter(self.hit_literals, [*self.unanchored, *thin])
 
     def filter(self, df: pl.DataFrame) -> pl.DataFrame:
         """The rows of df (column `line`) that `df.filter(keep_expr(...))` keeps, in order, with a column
@@ -500,6 +508,29 @@ def split_lines(data: bytes) -> pl.DataFrame:
     return df
 
 
+def hot_lines(data: bytes, first: int, blocks: BlockFilter | None) -> tuple[pl.DataFrame, int]:
+    """The lines of a chunk that can matter, as a frame (lineno, line), and the chunk's line count.
+    Quiet stretches (see prefilter.BlockFilter) are counted, not split."""
+    spans = blocks.spans(data) if blocks is not None else None
+    if spans is None:
+        df = split_lines(data).with_row_index("lineno", offset=first).select(pl.col("lineno").cast(pl.Int64), "line")
+        return df, df.height
+    total = data.count(b"\n") + 1
+    if not spans:
+        return pl.DataFrame(schema={"lineno": pl.Int64, "line": pl.String}), total
+    starts, ends, k, at = [], [], first, 0
+    for s, e in spans:  # (counted once from the last span on: never from the chunk's start again)
+        k += data.count(b"\n", at, s)
+        starts.append(k)
+        ends.append(k + data.count(b"\n", s, e) + 1)
+        k, at = ends[-1] - 1, e
+    df = split_lines(b"\n".join(data[s:e] for s, e in spans))
+    linenos = pl.select(pl.int_ranges(pl.Series(starts, dtype=pl.Int64), pl.Series(ends, dtype=pl.Int64))).to_series().explode()
+    if len(linenos) != df.height:  # (never expected) the whole chunk, as without the filter
+        return hot_lines(data, first, None)
+    return df.select(lineno=linenos.cast(pl.Int64), line="line"), total
+
+
 def _cut(text: str) -> str:
     return text[:MAX_LINE] + LINE_CUT if len(text) > MAX_LINE else text
 
@@ -547,11 +578,16 @@ def scan(
     pattern_regexes: list[str],
     progress: Callable[[int], None] | None = None,
     deadline: Deadline | None = None,
+    summary: dict | None = None,
 ) -> tuple[pl.DataFrame, list[str]]:
     """Kept lines of all sources as one frame: src (index), lineno (1-based), line.
-    With a deadline, files and chunks after it has passed are not read (see read_chunks)."""
+    With a deadline, files and chunks after it has passed are not read (see read_chunks).  Repeats
+    over the caps (see caps.Summariser) are counted, not kept: `summary` gets `summarised` and
+    `summarised_lines`."""
     warnings: list[str] = []
     plan = KeepPlan(pattern_regexes)
+    blocks = plan.block_filter()
+    caps = Summariser()
     parts: list[pl.DataFrame] = []
     batch: list[pl.DataFrame] = []  # chunks of small files, filtered together (thousands of per-rank files)
     batched = 0
@@ -559,7 +595,7 @@ def scan(
     def flush() -> None:
         nonlocal batch, batched
         if batch:
-            kept = thin_timestamps(plan.filter(pl.concat(batch)))
+            kept = caps.cap(thin_timestamps(plan.filter(pl.concat(batch))))
             if kept.height:
                 # copy the kept lines out: a gathered string column still points into (and so keeps
                 # alive) the whole chunk's buffers, which would make memory grow with the log's size
@@ -604,11 +640,10 @@ def scan(
                         datas.append(data)  # hold the first chunk: it may be the file's only one
                         continue
                     for d in [*datas, data]:
-                        df = split_lines(d).with_row_index("lineno", offset=first).select(
-                            pl.col("lineno").cast(pl.Int64), "line", src=pl.lit(src.index, dtype=pl.Int32)
-                        )
-                        first += df.height
-                        yield df
+                        df, n = hot_lines(d, first, blocks)
+                        first += n
+                        if df.height:
+                            yield df.with_columns(src=pl.lit(src.index, dtype=pl.Int32))
                         if progress:
                             progress(len(d))
                     datas = []
@@ -640,4 +675,8 @@ def scan(
     else:
         frame = thin_timestamps(pl.concat(parts))
     frame = frame.with_columns(pl.col("lineno").cast(pl.Int64)).select("src", "lineno", "line")
+    if caps.summarised:
+        warnings.append(caps.warning())
+    if summary is not None:
+        summary.update(summarised=caps.summarised, summarised_lines=caps.dropped)
     return frame, warnings

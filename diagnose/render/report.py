@@ -70,6 +70,8 @@ def to_dict(d: Diagnosis, job_id: str | None = None) -> dict:
         "job_id": job_id,
         "status": d.status,
         "partial": d.partial,
+        "summarised": d.summarised,
+        "summarised_lines": d.summarised_lines,
         "root_cause": root,
         "symptoms": [
             {"category": s.category, "pattern": s.pattern, "title": s.title, "message": s.message, "ranks": s.ranks,

@@ -1,0 +1,104 @@
+"""The raw-bytes prefilter keeps exactly the lines the line-by-line scan keeps (with either engine), and
+the caps bound what a flood of errors keeps while the report says it summarised."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from diagnose.patterns import library
+from diagnose.pipeline import diagnose
+from diagnose.read import collect, prefilter, scan
+from diagnose.render.report import to_dict
+
+CORPUS = Path(__file__).parent / "corpus"
+FILL = [b"gpu-0001:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n", b"ok\n", b"step done\n", b"\n",
+        b"loading shard 3 of 20\n"]
+
+
+def _engines():
+    out = ["polars"]
+    try:
+        import hyperscan  # noqa: F401
+
+        out.append("hyperscan")
+    except ImportError:
+        pass
+    return out
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory) -> Path:
+    """Corpus logs between long quiet stretches: a few MB, several chunks with small ones."""
+    rng = random.Random(7)
+    logs = [p for p in sorted(CORPUS.rglob("logs/*")) if p.is_file()][:60]
+    out = tmp_path_factory.mktemp("mix") / "mixed.log"
+    with open(out, "wb") as fh:
+        for p in logs:
+            fh.write(b"".join(rng.choice(FILL) for _ in range(rng.randrange(200, 6000))))
+            fh.write(p.read_bytes())
+        fh.write(b"KeyboardInterrupt\nnext\nafter\n" + b"ok\n" * 50_000 + b"done")
+    return out
+
+
+def _scan(path: Path, blocks: bool, monkeypatch):
+    if not blocks:
+        monkeypatch.setattr(scan.KeepPlan, "block_filter", lambda self: None)
+    srcs = collect.describe([path])
+    frame, _ = scan.scan(srcs, [p.regex for p in library.load(())])
+    monkeypatch.undo()
+    return frame, [s.lines for s in srcs]
+
+
+@pytest.mark.parametrize("engine", _engines())
+def test_prefilter_keeps_the_same_lines(mixed, engine, monkeypatch):
+    monkeypatch.setattr(scan, "CHUNK_BYTES", 256 * 1024)
+    monkeypatch.setattr(scan.read_chunks, "__defaults__", (256 * 1024, None))
+    monkeypatch.setattr(prefilter, "WINDOW", 4096)
+    monkeypatch.setenv("MDIAG_ENGINE", engine)
+    plain, n_plain = _scan(mixed, False, monkeypatch)
+    monkeypatch.setattr(scan, "CHUNK_BYTES", 256 * 1024)
+    monkeypatch.setattr(scan.read_chunks, "__defaults__", (256 * 1024, None))
+    monkeypatch.setattr(prefilter, "WINDOW", 4096)
+    monkeypatch.setenv("MDIAG_ENGINE", engine)
+    assert scan.KeepPlan([]).block_filter().engine.name == engine
+    fast, n_fast = _scan(mixed, True, monkeypatch)
+    assert n_fast == n_plain
+    assert fast.equals(plain)
+    assert plain.height > 100
+
+
+def test_quiet_chunk_is_not_split():
+    bf = scan.KeepPlan([p.regex for p in library.load(())]).block_filter()
+    assert bf.spans(b"ok\n" * 100_000) == []
+    busy = b"ok\n" * 50_000 + b"[rank3]: RuntimeError: CUDA error: an illegal memory access\nsrc line\nmore\nok\n" * 1
+    spans = bf.spans(busy + b"ok\n" * 50_000)
+    assert spans and all(b"RuntimeError" not in busy[:s] or e > busy.index(b"more") for s, e in spans)
+
+
+def test_error_flood_is_summarised(tmp_path, monkeypatch):
+    from diagnose.read import caps
+
+    monkeypatch.setattr(caps, "FULL_ROWS", 200)
+    monkeypatch.setattr(caps.Summariser.__init__, "__defaults__", (200, 3, 150_000, 200_000))
+    p = tmp_path / "flood.log"
+    lines = []
+    for i in range(3000):
+        r = i % 8
+        lines.append(f"[rank{r}]: RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:{1000 + i}, unhandled system error\n")
+    p.write_text("".join(lines))
+    d = diagnose([p])
+    doc = to_dict(d)
+    assert doc["summarised"] is True and doc["summarised_lines"] > 2000
+    assert any(w.startswith("summarised:") for w in doc["warnings"])
+    assert doc["root_cause"]["category"] == "nccl"
+    json.dumps(doc)
+
+
+def test_small_log_is_not_summarised(tmp_path):
+    p = tmp_path / "a.log"
+    p.write_text("[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n" * 20)
+    doc = to_dict(diagnose([p]))
+    assert doc["summarised"] is False and doc["summarised_lines"] == 0
