@@ -13,7 +13,9 @@ APART = {("fleet", "slurm"), ("slurm", "fleet")}
 
 def _layer(module: str) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "pipeline"  # the package's __init__ is the public entry
+    if len(parts) == 1:
+        return "pipeline"  # the package's __init__ is the public entry
+    return "cli" if parts[1] == "__main__" else parts[1]
 
 
 def _imports(path: Path):
