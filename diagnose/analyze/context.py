@@ -19,9 +19,9 @@ _FIELD = regex.compile(r"^\s+(?P<k>time|host|rank|exitcode|error_file|traceback)
 # DeepSpeed's launcher: global_rank_mapping=defaultdict(<class 'list'>, {'10.0.0.1': [0, 1], '10.0.0.2': [2, 3]})
 _MAPPING = regex.compile(r"global_rank_mapping=.*?\{(?P<m>.*)\}")
 _MAPPING_HOST = regex.compile(r"'(?P<host>[^']+)': \[(?P<ranks>[\d, ]*)\]")
-# the job runs on one node: a local rank is then the global rank
 # one process in all: its rank is 0
 _ONE_PROCESS = regex.compile(r"\b(?:world[_ ]size|WORLD_SIZE|dist_world_size)(?: is|=|:| =)\s*1\b(?![.\d])")
+# the job runs on one node: a local rank is then the global rank
 _ONE_NODE = regex.compile(r"\bnnodes[=: ]+1\b(?!:)|\bmax_nodes\s*[:=]\s*1\b|--standalone\b")
 _CF_RANK = regex.compile(r"(?P<rank>-?\d+) \(local_rank: (?P<local>-?\d+)\)")
 _CF_EXIT = regex.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
