@@ -17,6 +17,7 @@ import regex
 from diagnose.read import grammar
 from diagnose.model import Frame, TracebackBlock
 
+_WRAPPER = regex.compile(r"[\w.]+\([A-Z][\w.]*\): ray::")
 _MARGIN = regex.compile(grammar.GROUP_MARGIN)
 _FRAME = regex.compile(grammar.FRAME)
 MAX_CONTINUATION = 30
@@ -101,6 +102,8 @@ def _walk(stream, rows, multi_stream_srcs, chains):
                 block.text.append(text)
                 chain.rows.append(r)
                 state = "exc"
+                # Ray's `RayTaskError(Inner): ray::…` heads the remote worker's frames and Inner's own line
+                linked = bool(_WRAPPER.match(body.strip()))
             elif not gap_ok:
                 state = "none"
         elif state == "exc":

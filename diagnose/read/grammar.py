@@ -26,7 +26,9 @@ TB_HEADER = r"^\s*(?:[|+]\s*)*(?:\+ )?(?:Exception Group )?Traceback \(most rece
 FRAME = r'^\s*(?:\|\s*)*File "(?P<file>[^"]*)", line (?P<line>\d+),? in (?P<func>.*)$'
 FAULT_HEADER = r"^(?:Current thread|Thread) 0x[0-9a-f]+ .*\(most recent call first\):"
 CHAIN = r"^\s*(?:\|\s*)*(?:The above exception was the direct cause|During handling of the above exception)"
-EXC_LINE = r"^(?:[A-Za-z_][\w.]*)(?::\s|:$|$)"
+# (`RayTaskError(ModuleNotFoundError): …` names the wrapped type; TF 1.x writes
+# `ResourceExhaustedError (see above for traceback): …`)
+EXC_LINE = r"^(?:[A-Za-z_][\w.]*)(?:\([A-Z][\w.]*\):|\s\(see above for traceback\):|:(?:\s|$)|$)"
 GROUP_MARGIN = r"^\s*(?:\|\s?|\+[-+]*(?: \d+ |-+| \.\.\. )?[-+]*\s*)+"
 
 # Lines worth keeping besides pattern hits, anchored after the prefix so non-matching lines fail fast.
