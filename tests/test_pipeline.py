@@ -275,3 +275,48 @@ def test_launcher_only_failure_is_an_honest_unknown(write):
     assert d.status == "failed" and r.category == "unknown"
     assert (r.rank, r.host) == (10, "gpu-node002")
     assert "no_root_evidence" in r.details and "record" in " ".join(r.remediation)
+
+
+def test_an_oom_kill_record_outranks_the_kill_report_before_it(write):
+    log = write(
+        "slurm-191.out",
+        "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py --epochs 400\n"
+        "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes may have "
+        "been killed by the cgroup out-of-memory handler.\n",
+    )
+    r = diagnose([log]).root_cause
+    assert r.category == "host_oom" and r.pattern == "host_oom.slurm_cgroup_oom"
+
+
+def test_an_exception_detail_comes_with_its_exception_line(write):
+    log = write(
+        "nccl.log",
+        "Traceback (most recent call last):\n"
+        '  File "/w/train.py", line 9, in <module>\n'
+        "    dist.barrier()\n"
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1207, internal error, NCCL version 2.14.3\n"
+        "ncclInternalError: Internal check failed.\n"
+        "Last error:\n"
+        "Bootstrap : no socket interface found\n",
+    )
+    r = diagnose([log]).root_cause
+    assert r.pattern == "nccl.no_interface"
+    assert r.message.startswith("torch.distributed.DistBackendError: NCCL error in:")
+    assert r.message.endswith("Bootstrap : no socket interface found")
+
+
+def test_a_traceback_introduced_by_a_colon_belongs_to_that_exception(write):
+    log = write(
+        "ray.log",
+        "(TemporaryActor pid=318, ip=10.0.0.2) Traceback (most recent call last):\n"
+        '(TemporaryActor pid=318, ip=10.0.0.2)   File "/ray/function_manager.py", line 589, in temporary_actor_method\n'
+        "(TemporaryActor pid=318, ip=10.0.0.2)     raise RuntimeError(\n"
+        "(TemporaryActor pid=318, ip=10.0.0.2) RuntimeError: The actor with name TrainTrainable failed to import on the worker:\n"
+        "(TemporaryActor pid=318, ip=10.0.0.2) \n"
+        "(TemporaryActor pid=318, ip=10.0.0.2) Traceback (most recent call last):\n"
+        '(TemporaryActor pid=318, ip=10.0.0.2)   File "/ray/function_manager.py", line 628, in _load_actor_class\n'
+        "(TemporaryActor pid=318, ip=10.0.0.2)     actor_class = pickle.loads(pickled_class)\n"
+        "(TemporaryActor pid=318, ip=10.0.0.2) ModuleNotFoundError: No module named 'datasets_modules'\n",
+    )
+    r = diagnose([log]).root_cause
+    assert r.category == "import" and r.message == "ModuleNotFoundError: No module named 'datasets_modules'"

@@ -146,10 +146,20 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
     start_order = first["order_time"]
     return Event(
         kind="traceback", category=best.category, pattern=best.id, role=best.role,
-        message=best_row["msg"].strip(), evidence=Evidence(display[c.src], best_row["lineno"]),
+        message=_message(c, best_row), evidence=Evidence(display[c.src], best_row["lineno"]),
         rank=rank, local_rank=local, host=host, time=best_row["time"],
         order=_order(start_order, c.src, c.start), blocks=c.blocks,
     )
+
+
+def _message(c: Chain, row: dict) -> str:
+    """The line that names the failure; a later line of an exception's message (NCCL's `Last error:` detail
+    under `DistBackendError: NCCL error in: …`) comes with the exception line it belongs to."""
+    msg = row["msg"].strip()
+    for b in c.blocks:
+        if b.exception and b.exception_line is not None and any(n == row["lineno"] for n, _ in b.continuation):
+            return f"{b.exception} … {msg}"
+    return msg
 
 
 def _by_frames(best: Pattern, exception: str, frames: list[Frame], patterns: dict[str, Pattern]) -> Pattern:

@@ -36,6 +36,11 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
         primary = any(e.pattern not in _PEER_GONE for e in tier)
         tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, e.order))
         root = tier[0]
+        if root.pattern in _KILL_REPORTS:
+            # a SIGKILL report (`Killed`, exit code -9) and the kill's own record (an OOM-kill event): the
+            # record names the cause
+            cause = [e for e in tier if e.category == root.category and e.pattern not in _KILL_REPORTS]
+            root = cause[0] if cause else root
         if root.pattern in _OUTCOMES and any(e.order < root.order for e in comm):
             continue  # a cancel or abort after a communication failure is its outcome, not its cause
         if root.kind != "line" and root.pattern != GENERIC:
@@ -83,6 +88,9 @@ def _corroborated_rank(root: Event, events: list[Event]) -> dict:
 
 # what ends a job that a hang or a communication failure already doomed
 _OUTCOMES = ("slurm.time_limit", "slurm.cancelled", "slurm.cancelled_by_signal", "unknown.fatal_signal")
+# reports that a process died of SIGKILL, which say nothing of who sent it
+_KILL_REPORTS = ("host_oom.torchrun_sigkill", "host_oom.childfailed_sigkill", "host_oom.shell_killed",
+                 "host_oom.killed_line", "host_oom.srun_task_killed", "host_oom.mpi_sigkill")
 _FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.abort",
                   "launcher.mpi_abort", "launcher.elastic_failed")
 

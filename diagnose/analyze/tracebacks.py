@@ -77,7 +77,11 @@ def _walk(stream, rows, multi_stream_srcs, chains):
         text = r["msg"]
         if r["is_header"] or (r["is_frame"] and state in ("none", "exc")):
             nested = r["is_header"] and text.lstrip().startswith(("|", "+"))  # inside an exception group
-            if chain is None or not (linked or nested):
+            # an exception message that ends with a colon introduces the traceback printed right after it (Ray's
+            # "failed to import on the worker ...:" and the ModuleNotFoundError that says why)
+            introduced = (r["is_header"] and state == "exc" and block is not None and (block.exception or "").endswith(":")
+                          and prev_line is not None and r["lineno"] - prev_line <= 2)
+            if chain is None or not (linked or nested or introduced):
                 chain = Chain(stream=stream, src=r["src"])
                 chains.append(chain)
             block = TracebackBlock(start=r["lineno"], truncated=not r["is_header"])

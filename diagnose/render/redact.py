@@ -89,9 +89,17 @@ _TRIVIAL = {"", "none", "null", "nil", "true", "false", "<redacted>", "'<redacte
 _KEY_NAME = re.compile(r"^" + _NAME + r"$", re.I)
 
 
+# a name that is secret only by ending in _KEY (`sort_key`, `store_based_barrier_key`) names a secret only when
+# its value looks random: 8 characters or more with letters and digits, or upper and lower case mixed
+_PLAIN_KEY = re.compile(r"^(?:(?!TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL).)*_KEY$", re.I)
+_RANDOM = re.compile(r"^(?=.{8})(?:(?=.*\d)(?=.*[A-Za-z])|(?=.*[a-z])(?=.*[A-Z]))")
+
+
 def _assign(m: re.Match) -> str:
     val = m["val"]
     if val.strip("'\"").strip().lower() in _TRIVIAL or MARK in val:
+        return m.group(0)
+    if _PLAIN_KEY.match(m["key"].strip("'\"-")) and not _RANDOM.match(val.strip("'\"").strip()):
         return m.group(0)
     q = val[0] if val[0] in "'\"" and len(val) >= 2 and val[-1] == val[0] else ""
     return f"{m['key']}{m['sep']}{q}{MARK}{q}"
