@@ -88,3 +88,13 @@ def test_exception_group(write):
     )
     r = diagnose([write("g.log", log)]).root_cause
     assert r.category == "python" and "ExceptionGroup: many" in r.message
+
+
+def test_torchx_replica_prefix_and_megatron_rerun_rank(write):
+    # https://github.com/NVIDIA-NeMo/Speech/issues/14348: NeMo-Run's `role/replica` before torchrun's prefixes
+    log = ("i.pretrain/0 [default2]:[rank2]: RuntimeError: Rank 2, node dcfai-xe9680-01, device 2, iteration -1: Unexpected result nan "
+           "(message='found NaN in local grad norm for bucket #0 in backward pass before data-parallel communication collective')\n")
+    r = diagnose([write("x.log", log)]).root_cause
+    assert (r.category, r.rank, r.local_rank) == ("nan", 2, 2)
+    r = diagnose([write("y.log", log.split("[rank2]: ", 1)[1])]).root_cause
+    assert (r.rank, r.host) == (2, "dcfai-xe9680-01")
