@@ -98,3 +98,52 @@ def test_torchx_replica_prefix_and_megatron_rerun_rank(write):
     assert (r.category, r.rank, r.local_rank) == ("nan", 2, 2)
     r = diagnose([write("y.log", log.split("[rank2]: ", 1)[1])]).root_cause
     assert (r.rank, r.host) == (2, "dcfai-xe9680-01")
+
+
+def test_logged_traceback_continues_its_record_below_the_prefix(write):
+    # https://github.com/facebookresearch/ParlAI/issues/4452: ParlAI logs the traceback as one record,
+    # its `rank:  3 | time LEVEL |` column on the first line only
+    log = ("rank:  3 | 2022-04-03 18:44:26,615 CRITICAL | Traceback (most recent call last):\n"
+           '  File "/w/parlai/core/torch_agent.py", line 2314, in backward\n'
+           "    self.optimizer.backward(loss, update_main_grads=False)\n"
+           "RuntimeError: CUDA out of memory. Tried to allocate 21.06 GiB (GPU 3; 79.35 GiB total capacity; 63.19 GiB already allocated; 8.57 GiB free; 68.48 GiB reserved in total by PyTorch)\n"
+           "\n"
+           "During handling of the above exception, another exception occurred:\n")
+    r = diagnose([write("p.log", log)]).root_cause
+    assert (r.category, r.rank) == ("oom", 3)
+
+
+def test_bare_lines_after_a_logged_traceback_are_not_the_record(write):
+    # what follows the record's exception without a chain marker is another process's output: no rank
+    log = ("rank:  3 | 2022-04-03 18:44:26,615 CRITICAL | Traceback (most recent call last):\n"
+           '  File "/w/t.py", line 1, in <module>\n'
+           "ValueError: one\n"
+           "Traceback (most recent call last):\n"
+           '  File "/w/u.py", line 2, in <module>\n'
+           "RuntimeError: two\n")
+    rank = dict(_attributed(write("q.log", log)).select("lineno", "rank").iter_rows())
+    assert [rank[n] for n in range(1, 7)] == [3, 3, 3, None, None, None]
+
+
+def _attributed(path):
+    from diagnose.patterns import library
+    from diagnose.read import attribute, collect, scan
+
+    sources = collect.describe(collect.expand([str(path)])[0])
+    kept, _ = scan.scan(sources, [p.regex for p in library.load(())])
+    return attribute.attribute(kept, sources).sort("lineno")
+
+
+def test_a_chained_traceback_stays_in_its_logged_record(write):
+    log = ("rank:  1 | 2022-04-03 18:44:26,615 CRITICAL | Traceback (most recent call last):\n"
+           '  File "/w/t.py", line 1, in <module>\n'
+           "ValueError: one\n"
+           "\n"
+           "During handling of the above exception, another exception occurred:\n"
+           "\n"
+           "Traceback (most recent call last):\n"
+           '  File "/w/t.py", line 3, in <module>\n'
+           "RuntimeError: two\n"
+           "rank:  0 | 2022-04-03 18:44:27,000 INFO | done\n")
+    rank = dict(_attributed(write("c.log", log)).select("lineno", "rank").iter_rows())
+    assert [rank[n] for n in (1, 2, 3, 5, 7, 8, 9, 10)] == [1] * 7 + [0]

@@ -4,9 +4,12 @@ and logger prefixes) and keep what the prefixes said as fields.
 Which number is which (see the reference on prefixes): `[rankN]:` and mpirun's tag are global ranks;
 `[defaultN]:` (torchrun --tee) is a local rank; srun's `N: ` label is the task id, which is the global
 rank only when srun starts the ranks itself (no torchrun prefix on the same line).  A local rank
-becomes a global rank only where the logs establish the mapping; otherwise it stays null.
+becomes a global rank only where the logs establish the mapping; otherwise it stays null.  A traceback
+logged as one record carries its prefix on the first line only; its bare lines take that prefix's facts.
 """
 from __future__ import annotations
+
+import re
 
 import polars as pl
 
@@ -33,6 +36,7 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
         cols["_tee"].append("tee_local" in n.kinds or "torch_rank" in n.kinds)
         # a logger's time or level column starts a new record (never the continuation of a message)
         cols["record"].append(n.time is not None or "log_level" in n.kinds)
+    _record_tails(frame.get_column("src").to_list(), frame.get_column("lineno").to_list(), cols)
     ints = ("_rank", "_local", "_task", "_pid")
     df = frame.with_columns(
         pl.Series(c, v, dtype=pl.Int64 if c in ints else (pl.Boolean if c in ("_tee", "record") else pl.String))
@@ -55,3 +59,42 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
         stream=pl.concat_str([pl.col("src").cast(pl.String), pl.col("_key")], separator="|"),
     )
     return df.drop("_rank", "_local", "_task", "_host", "_pid", "_key", "_tee", "pid", "tid", "dev")
+
+
+_TB_HEADER = re.compile(grammar.TB_HEADER)
+_FRAME = re.compile(grammar.FRAME)
+_CHAIN = re.compile(grammar.CHAIN)
+_EXC = re.compile(grammar.EXC_LINE)
+
+
+def _record_tails(srcs: list, linenos: list, cols: dict) -> None:
+    """A logger prints its prefix once per record: a traceback logged as one record (`rank:  3 | <time>
+    CRITICAL | Traceback (most recent call last):`, then bare frames) continues on the lines right below
+    it that carry no prefix, time or level.  Those lines take the record's stream and facts, as far as
+    they read as that traceback (frames, source lines, its exception, chained tracebacks)."""
+    owner, state = None, ""
+    for i, (src, lineno) in enumerate(zip(srcs, linenos)):
+        bare = not cols["_key"][i] and not cols["record"][i]
+        # (the blank line between a chain marker and the next header may be one the scan did not keep)
+        gap = lineno - linenos[i - 1] if i else 0
+        if owner is not None and bare and src == srcs[i - 1] and (gap == 1 or (gap == 2 and state == "chain")):
+            msg = cols["msg"][i]
+            if not msg.strip():
+                pass
+            elif _CHAIN.match(msg) and state in ("exc", "chain"):
+                state = "chain"
+            elif _TB_HEADER.match(msg) and state == "chain":
+                state = "frames"
+            elif state == "frames" and (_FRAME.match(msg) or msg.startswith("    ")):
+                pass
+            elif state == "frames" and _EXC.match(msg):
+                state = "exc"  # the exception ends the record unless a chained traceback follows
+            else:
+                owner = None
+            if owner is not None:
+                for c in ("_rank", "_local", "_task", "_host", "_pid", "_key", "_tee"):
+                    cols[c][i] = cols[c][owner]
+                continue
+        owner = None
+        if cols["_key"][i] and cols["record"][i] and _TB_HEADER.match(cols["msg"][i]):
+            owner, state = i, "frames"
