@@ -147,3 +147,53 @@ def test_a_chained_traceback_stays_in_its_logged_record(write):
            "rank:  0 | 2022-04-03 18:44:27,000 INFO | done\n")
     rank = dict(_attributed(write("c.log", log)).select("lineno", "rank").iter_rows())
     assert [rank[n] for n in (1, 2, 3, 5, 7, 8, 9, 10)] == [1] * 7 + [0]
+
+
+_DS_FAIL = ("[2023-05-20 12:02:54,094] [INFO] [launch.py:318:sigkill_handler] Killing subprocess 50686\n"
+            "[2023-05-20 12:02:54,095] [ERROR] [launch.py:324:sigkill_handler] ['/data/anaconda3/envs/ljy_lmflow/bin/python3.9', "
+            "'-u', 'main.py', '--local_rank=0'] exits with return code = -11\n")
+
+
+def test_deepspeed_launcher_local_rank_without_the_node_stays_local(write):
+    # https://github.com/deepspeedai/DeepSpeed/issues/3581: the failing command's --local_rank=0
+    r = diagnose([write("d.log", _DS_FAIL)]).root_cause
+    assert (r.rank, r.local_rank) == (None, 0)
+
+
+def test_deepspeed_runner_without_hostfile_is_one_node(write):
+    # https://github.com/deepspeedai/DeepSpeed/issues/3581: the runner found no hostfile, so the job ran on this host
+    log = ("[2023-05-20 12:01:30,733] [WARNING] [runner.py:190:fetch_hostfile] Unable to find hostfile, will proceed "
+           "with training with local resources only.\n" + _DS_FAIL)
+    r = diagnose([write("d.log", log)]).root_cause
+    assert (r.rank, r.local_rank) == (0, 0)
+
+
+def test_deepspeed_world_info_of_one_host_is_one_node(write):
+    # https://github.com/deepspeedai/DeepSpeed/issues/618: the launcher's WORLD INFO DICT names each host and its slots
+    one = "[2020-12-24 16:25:13,902] [INFO] [launch.py:78:main] WORLD INFO DICT: {'localhost': [0, 1]}\n"
+    assert diagnose([write("w1.log", one + _DS_FAIL)]).root_cause.rank == 0
+    two = "[2020-12-24 16:25:13,902] [INFO] [launch.py:78:main] WORLD INFO DICT: {'n1': [0, 1], 'n2': [0, 1]}\n"
+    assert diagnose([write("w2.log", two + _DS_FAIL)]).root_cause.rank is None
+
+
+_ELASTIC_FAIL = ("E0208 21:12:26.795000 1460 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed "
+                 "(exitcode: 2) local_rank: 0 (pid: 1464) of binary: /root/miniconda3/bin/python\n")
+
+
+def test_quoted_nnodes_one_is_one_node(write):
+    # https://github.com/StarsfieldAI/R1-V/issues/42: `torchrun --nproc_per_node="1" --nnodes="1"` echoed by the shell
+    log = ('root@c:~/R1-V# torchrun --nproc_per_node="1" \\\n    --nnodes="1" \\\n    src/open_r1/grpo.py\n\n'
+           "/root/miniconda3/bin/python: can't open file '/root/R1-V/src/open_r1/grpo.py': [Errno 2] No such file or directory\n"
+           + _ELASTIC_FAIL)
+    assert diagnose([write("n.log", log)]).root_cause.rank == 0
+    assert diagnose([write("m.log", log.replace('"1" \\\n    src', '"2" \\\n    src'))]).root_cause.rank is None
+
+
+def test_spawn_process_index_is_a_local_rank(write):
+    # https://github.com/resistzzz/Prompt4NR/issues/3: mp.spawn's index is the worker's local rank; the node is unknown
+    log = ("Traceback (most recent call last):\n"
+           '  File "/e/torch/multiprocessing/spawn.py", line 146, in join\n'
+           "    signal_name=name\n"
+           "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL\n")
+    r = diagnose([write("s.log", log)]).root_cause
+    assert (r.rank, r.local_rank) == (None, 1)
