@@ -197,3 +197,14 @@ def test_spawn_process_index_is_a_local_rank(write):
            "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL\n")
     r = diagnose([write("s.log", log)]).root_cause
     assert (r.rank, r.local_rank) == (None, 1)
+
+
+def test_rendezvous_of_one_agent_is_one_node(write):
+    # https://github.com/meta-pytorch/torchx/pull/492: torchrun's rendezvous result, one field a line;
+    # group_world_size is the number of agents (nodes)
+    result = ("INFO:torch.distributed.elastic.agent.server.api:[] Rendezvous complete for workers. Result:\n"
+              "  restart_count=0\n  master_addr=tristanr-arch2\n  master_port=48089\n  group_rank=0\n"
+              "  group_world_size={n}\n  local_ranks=[0]\n  role_ranks=[0]\n  global_ranks=[0]\n"
+              "  role_world_sizes=[2]\n  global_world_sizes=[2]\n\n")
+    assert diagnose([write("a.log", result.format(n=1) + _ELASTIC_FAIL)]).root_cause.rank == 0
+    assert diagnose([write("b.log", result.format(n=2) + _ELASTIC_FAIL)]).root_cause.rank is None

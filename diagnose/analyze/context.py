@@ -22,10 +22,10 @@ _MAPPING_HOST = regex.compile(r"'(?P<host>[^']+)': \[(?P<ranks>[\d, ]*)\]")
 # one process in all: its rank is 0
 _ONE_PROCESS = regex.compile(r"\b(?:world[_ ]size|WORLD_SIZE|dist_world_size)(?: is|=|:| =)\s*1\b(?![.\d])")
 # the job runs on one node: a local rank is then the global rank. torchrun's `--nnodes=1` (quoted or not),
-# `max_nodes: 1`, `--standalone`; DeepSpeed's runner without a hostfile (it then runs on this host only) and
-# its launcher's WORLD INFO DICT with a single host
+# `max_nodes: 1`, `--standalone`, its rendezvous result with one agent (`group_world_size=1`); DeepSpeed's
+# runner without a hostfile (it then runs on this host only) and its launcher's WORLD INFO DICT with a single host
 _ONE_NODE = regex.compile(
-    r"""\bnnodes[=: ]+["']?1\b(?!:)|\bmax_nodes\s*[:=]\s*1\b|--standalone\b"""
+    r"""\bnnodes[=: ]+["']?1\b(?!:)|\bmax_nodes\s*[:=]\s*1\b|--standalone\b|\bgroup_world_size=1\b"""
     r"|Unable to find hostfile, will proceed with training with local resources only"
     r"|WORLD INFO DICT: \{'[^']+': \[[\d, ]*\]\}"
 )

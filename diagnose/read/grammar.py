@@ -67,6 +67,7 @@ KEEP_LITERAL = [
     r"memory \(MB\) \|",
     r"Rendezvous complete for workers",
     r"group_rank=\d",
+    r"group_world_size=1\b",
     r"global_ranks=\[",
     r"Init COMPLETE",
     r"CUDA_DEVICE_MAX_CONNECTIONS",
