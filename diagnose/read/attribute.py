@@ -72,13 +72,18 @@ def _record_tails(srcs: list, linenos: list, cols: dict) -> None:
     CRITICAL | Traceback (most recent call last):`, then bare frames) continues on the lines right below
     it that carry no prefix, time or level.  Those lines take the record's stream and facts, as far as
     they read as that traceback (frames, source lines, its exception, chained tracebacks)."""
-    owner, state = None, ""
-    for i, (src, lineno) in enumerate(zip(srcs, linenos)):
-        bare = not cols["_key"][i] and not cols["record"][i]
-        # (the blank line between a chain marker and the next header may be one the scan did not keep)
-        gap = lineno - linenos[i - 1] if i else 0
-        if owner is not None and bare and src == srcs[i - 1] and (gap == 1 or (gap == 2 and state == "chain")):
-            msg = cols["msg"][i]
+    keys, records, msgs = cols["_key"], cols["record"], cols["msg"]
+    owners = [i for i, (k, r, m) in enumerate(zip(keys, records, msgs)) if k and r and "Traceback" in m]
+    for owner in owners:
+        if not _TB_HEADER.match(msgs[owner]):
+            continue
+        state, i = "frames", owner + 1
+        while i < len(msgs) and not keys[i] and not records[i] and srcs[i] == srcs[owner]:
+            # (the blank line between a chain marker and the next header may be one the scan did not keep)
+            gap = linenos[i] - linenos[i - 1]
+            if not (gap == 1 or (gap == 2 and state == "chain")):
+                break
+            msg = msgs[i]
             if not msg.strip():
                 pass
             elif _CHAIN.match(msg) and state in ("exc", "chain"):
@@ -90,11 +95,7 @@ def _record_tails(srcs: list, linenos: list, cols: dict) -> None:
             elif state == "frames" and _EXC.match(msg):
                 state = "exc"  # the exception ends the record unless a chained traceback follows
             else:
-                owner = None
-            if owner is not None:
-                for c in ("_rank", "_local", "_task", "_host", "_pid", "_key", "_tee"):
-                    cols[c][i] = cols[c][owner]
-                continue
-        owner = None
-        if cols["_key"][i] and cols["record"][i] and _TB_HEADER.match(cols["msg"][i]):
-            owner, state = i, "frames"
+                break
+            for c in ("_rank", "_local", "_task", "_host", "_pid", "_key", "_tee"):
+                cols[c][i] = cols[c][owner]
+            i += 1
