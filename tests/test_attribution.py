@@ -208,3 +208,19 @@ def test_rendezvous_of_one_agent_is_one_node(write):
               "  role_world_sizes=[2]\n  global_world_sizes=[2]\n\n")
     assert diagnose([write("a.log", result.format(n=1) + _ELASTIC_FAIL)]).root_cause.rank == 0
     assert diagnose([write("b.log", result.format(n=2) + _ELASTIC_FAIL)]).root_cause.rank is None
+
+
+def test_spawn_names_the_worker_of_the_traceback_below(write):
+    # https://github.com/youngwanLEE/centermask2/issues/9: spawn re-raises process 1's error with its traceback
+    log = ("-- Process 1 terminated with the following error:\n"
+           "Traceback (most recent call last):\n"
+           '  File "/v/lib/python3.6/site-packages/torch/multiprocessing/spawn.py", line 19, in _wrap\n'
+           "    fn(i, *args)\n"
+           '  File "/v/lib/python3.6/site-packages/detectron2/engine/train_loop.py", line 239, in _detect_anomaly\n'
+           "    self.iter, loss_dict\n"
+           "FloatingPointError: Loss became infinite or NaN at iteration=137!\n"
+           "loss_dict = {'loss_mask': tensor(0.7000, device='cuda:1')}\n")
+    r = diagnose([write("s.log", log)]).root_cause
+    assert (r.category, r.rank, r.local_rank) == ("nan", None, 1)
+    local = dict(_attributed(write("t.log", log)).select("lineno", "local_rank").iter_rows())
+    assert [local[n] for n in (2, 3, 7, 8)] == [1, 1, 1, None]
