@@ -224,3 +224,19 @@ def test_spawn_names_the_worker_of_the_traceback_below(write):
     assert (r.category, r.rank, r.local_rank) == ("nan", None, 1)
     local = dict(_attributed(write("t.log", log)).select("lineno", "local_rank").iter_rows())
     assert [local[n] for n in (2, 3, 7, 8)] == [1, 1, 1, None]
+
+
+def test_one_node_maps_local_ranks_the_summary_does_not_name(write):
+    # the summary names the ranks that failed (https://github.com/bghira/SimpleTuner/issues/333's layout);
+    # on one node every other local rank is its global rank too
+    log = ("torchrun --standalone --nproc_per_node=4 train.py\n"
+           "[default3]:Traceback (most recent call last):\n"
+           '[default3]:  File "/w/t.py", line 1, in <module>\n'
+           "[default3]:ModuleNotFoundError: No module named 'apex'\n"
+           "Root Cause (first observed failure):\n[0]:\n"
+           "  time      : 2024-03-28_18:48:30\n  host      : DESKTOP-825HBJ6.\n  rank      : 0 (local_rank: 0)\n"
+           "  exitcode  : -9 (pid: 4541)\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 4541\n")
+    r = diagnose([write("o.log", log)]).root_cause
+    assert (r.category, r.rank, r.local_rank) == ("import", 3, 3)
+    r = diagnose([write("p.log", log.replace("--standalone ", ""))]).root_cause
+    assert (r.rank, r.local_rank) == (None, 3)

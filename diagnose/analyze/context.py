@@ -108,12 +108,13 @@ class JobContext:
             return None
         if (host, local_rank) in self.local_to_global:
             return self.local_to_global[(host, local_rank)]
-        if host is None:  # one node: its agent's summary gives the mapping
-            hosts = {h for h, _ in self.local_to_global}
-            if len(hosts) == 1:
-                return self.local_to_global.get((next(iter(hosts)), local_rank))
-        if self.one_node and not self.local_to_global:
-            return local_rank
+        hosts = {h for h, _ in self.local_to_global}
+        if host is None and len(hosts) == 1:  # one node: its agent's summary gives the mapping
+            h = next(iter(hosts))
+            if (h, local_rank) in self.local_to_global:
+                return self.local_to_global[(h, local_rank)]
+        if self.one_node and len(hosts) <= 1 and (host is None or hosts <= {host}):
+            return local_rank  # one node: each rank is its local rank (the summary names only those that failed)
         return None
 
     def echo_of(self, src: int, line: int) -> ChildFailure | None:
