@@ -88,3 +88,155 @@ def test_exception_group(write):
     )
     r = diagnose([write("g.log", log)]).root_cause
     assert r.category == "python" and "ExceptionGroup: many" in r.message
+
+
+def test_torchx_replica_prefix_and_megatron_rerun_rank(write):
+    # https://github.com/NVIDIA-NeMo/Speech/issues/14348: NeMo-Run's `role/replica` before torchrun's prefixes
+    log = ("i.pretrain/0 [default2]:[rank2]: RuntimeError: Rank 2, node dcfai-xe9680-01, device 2, iteration -1: Unexpected result nan "
+           "(message='found NaN in local grad norm for bucket #0 in backward pass before data-parallel communication collective')\n")
+    r = diagnose([write("x.log", log)]).root_cause
+    assert (r.category, r.rank, r.local_rank) == ("nan", 2, 2)
+    r = diagnose([write("y.log", log.split("[rank2]: ", 1)[1])]).root_cause
+    assert (r.rank, r.host) == (2, "dcfai-xe9680-01")
+
+
+def test_logged_traceback_continues_its_record_below_the_prefix(write):
+    # https://github.com/facebookresearch/ParlAI/issues/4452: ParlAI logs the traceback as one record,
+    # its `rank:  3 | time LEVEL |` column on the first line only
+    log = ("rank:  3 | 2022-04-03 18:44:26,615 CRITICAL | Traceback (most recent call last):\n"
+           '  File "/w/parlai/core/torch_agent.py", line 2314, in backward\n'
+           "    self.optimizer.backward(loss, update_main_grads=False)\n"
+           "RuntimeError: CUDA out of memory. Tried to allocate 21.06 GiB (GPU 3; 79.35 GiB total capacity; 63.19 GiB already allocated; 8.57 GiB free; 68.48 GiB reserved in total by PyTorch)\n"
+           "\n"
+           "During handling of the above exception, another exception occurred:\n")
+    r = diagnose([write("p.log", log)]).root_cause
+    assert (r.category, r.rank) == ("oom", 3)
+
+
+def test_bare_lines_after_a_logged_traceback_are_not_the_record(write):
+    # what follows the record's exception without a chain marker is another process's output: no rank
+    log = ("rank:  3 | 2022-04-03 18:44:26,615 CRITICAL | Traceback (most recent call last):\n"
+           '  File "/w/t.py", line 1, in <module>\n'
+           "ValueError: one\n"
+           "Traceback (most recent call last):\n"
+           '  File "/w/u.py", line 2, in <module>\n'
+           "RuntimeError: two\n")
+    rank = dict(_attributed(write("q.log", log)).select("lineno", "rank").iter_rows())
+    assert [rank[n] for n in range(1, 7)] == [3, 3, 3, None, None, None]
+
+
+def _attributed(path):
+    from diagnose.patterns import library
+    from diagnose.read import attribute, collect, scan
+
+    sources = collect.describe(collect.expand([str(path)])[0])
+    kept, _ = scan.scan(sources, [p.regex for p in library.load(())])
+    return attribute.attribute(kept, sources).sort("lineno")
+
+
+def test_a_chained_traceback_stays_in_its_logged_record(write):
+    log = ("rank:  1 | 2022-04-03 18:44:26,615 CRITICAL | Traceback (most recent call last):\n"
+           '  File "/w/t.py", line 1, in <module>\n'
+           "ValueError: one\n"
+           "\n"
+           "During handling of the above exception, another exception occurred:\n"
+           "\n"
+           "Traceback (most recent call last):\n"
+           '  File "/w/t.py", line 3, in <module>\n'
+           "RuntimeError: two\n"
+           "rank:  0 | 2022-04-03 18:44:27,000 INFO | done\n")
+    rank = dict(_attributed(write("c.log", log)).select("lineno", "rank").iter_rows())
+    assert [rank[n] for n in (1, 2, 3, 5, 7, 8, 9, 10)] == [1] * 7 + [0]
+
+
+_DS_FAIL = ("[2023-05-20 12:02:54,094] [INFO] [launch.py:318:sigkill_handler] Killing subprocess 50686\n"
+            "[2023-05-20 12:02:54,095] [ERROR] [launch.py:324:sigkill_handler] ['/data/anaconda3/envs/ljy_lmflow/bin/python3.9', "
+            "'-u', 'main.py', '--local_rank=0'] exits with return code = -11\n")
+
+
+def test_deepspeed_launcher_local_rank_without_the_node_stays_local(write):
+    # https://github.com/deepspeedai/DeepSpeed/issues/3581: the failing command's --local_rank=0
+    r = diagnose([write("d.log", _DS_FAIL)]).root_cause
+    assert (r.rank, r.local_rank) == (None, 0)
+
+
+def test_deepspeed_runner_without_hostfile_is_one_node(write):
+    # https://github.com/deepspeedai/DeepSpeed/issues/3581: the runner found no hostfile, so the job ran on this host
+    log = ("[2023-05-20 12:01:30,733] [WARNING] [runner.py:190:fetch_hostfile] Unable to find hostfile, will proceed "
+           "with training with local resources only.\n" + _DS_FAIL)
+    r = diagnose([write("d.log", log)]).root_cause
+    assert (r.rank, r.local_rank) == (0, 0)
+
+
+def test_deepspeed_world_info_of_one_host_is_one_node(write):
+    # https://github.com/deepspeedai/DeepSpeed/issues/618: the launcher's WORLD INFO DICT names each host and its slots
+    one = "[2020-12-24 16:25:13,902] [INFO] [launch.py:78:main] WORLD INFO DICT: {'localhost': [0, 1]}\n"
+    assert diagnose([write("w1.log", one + _DS_FAIL)]).root_cause.rank == 0
+    two = "[2020-12-24 16:25:13,902] [INFO] [launch.py:78:main] WORLD INFO DICT: {'n1': [0, 1], 'n2': [0, 1]}\n"
+    assert diagnose([write("w2.log", two + _DS_FAIL)]).root_cause.rank is None
+
+
+_ELASTIC_FAIL = ("E0208 21:12:26.795000 1460 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed "
+                 "(exitcode: 2) local_rank: 0 (pid: 1464) of binary: /root/miniconda3/bin/python\n")
+
+
+def test_quoted_nnodes_one_is_one_node(write):
+    # https://github.com/StarsfieldAI/R1-V/issues/42: `torchrun --nproc_per_node="1" --nnodes="1"` echoed by the shell
+    log = ('root@c:~/R1-V# torchrun --nproc_per_node="1" \\\n    --nnodes="1" \\\n    src/open_r1/grpo.py\n\n'
+           "/root/miniconda3/bin/python: can't open file '/root/R1-V/src/open_r1/grpo.py': [Errno 2] No such file or directory\n"
+           + _ELASTIC_FAIL)
+    assert diagnose([write("n.log", log)]).root_cause.rank == 0
+    assert diagnose([write("m.log", log.replace('"1" \\\n    src', '"2" \\\n    src'))]).root_cause.rank is None
+
+
+def test_spawn_process_index_is_a_local_rank(write):
+    # https://github.com/resistzzz/Prompt4NR/issues/3: mp.spawn's index is the worker's local rank; the node is unknown
+    log = ("Traceback (most recent call last):\n"
+           '  File "/e/torch/multiprocessing/spawn.py", line 146, in join\n'
+           "    signal_name=name\n"
+           "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL\n")
+    r = diagnose([write("s.log", log)]).root_cause
+    assert (r.rank, r.local_rank) == (None, 1)
+
+
+def test_rendezvous_of_one_agent_is_one_node(write):
+    # https://github.com/meta-pytorch/torchx/pull/492: torchrun's rendezvous result, one field a line;
+    # group_world_size is the number of agents (nodes)
+    result = ("INFO:torch.distributed.elastic.agent.server.api:[] Rendezvous complete for workers. Result:\n"
+              "  restart_count=0\n  master_addr=tristanr-arch2\n  master_port=48089\n  group_rank=0\n"
+              "  group_world_size={n}\n  local_ranks=[0]\n  role_ranks=[0]\n  global_ranks=[0]\n"
+              "  role_world_sizes=[2]\n  global_world_sizes=[2]\n\n")
+    assert diagnose([write("a.log", result.format(n=1) + _ELASTIC_FAIL)]).root_cause.rank == 0
+    assert diagnose([write("b.log", result.format(n=2) + _ELASTIC_FAIL)]).root_cause.rank is None
+
+
+def test_spawn_names_the_worker_of_the_traceback_below(write):
+    # https://github.com/youngwanLEE/centermask2/issues/9: spawn re-raises process 1's error with its traceback
+    log = ("-- Process 1 terminated with the following error:\n"
+           "Traceback (most recent call last):\n"
+           '  File "/v/lib/python3.6/site-packages/torch/multiprocessing/spawn.py", line 19, in _wrap\n'
+           "    fn(i, *args)\n"
+           '  File "/v/lib/python3.6/site-packages/detectron2/engine/train_loop.py", line 239, in _detect_anomaly\n'
+           "    self.iter, loss_dict\n"
+           "FloatingPointError: Loss became infinite or NaN at iteration=137!\n"
+           "loss_dict = {'loss_mask': tensor(0.7000, device='cuda:1')}\n")
+    r = diagnose([write("s.log", log)]).root_cause
+    assert (r.category, r.rank, r.local_rank) == ("nan", None, 1)
+    local = dict(_attributed(write("t.log", log)).select("lineno", "local_rank").iter_rows())
+    assert [local[n] for n in (2, 3, 7, 8)] == [1, 1, 1, None]
+
+
+def test_one_node_maps_local_ranks_the_summary_does_not_name(write):
+    # the summary names the ranks that failed (https://github.com/bghira/SimpleTuner/issues/333's layout);
+    # on one node every other local rank is its global rank too
+    log = ("torchrun --standalone --nproc_per_node=4 train.py\n"
+           "[default3]:Traceback (most recent call last):\n"
+           '[default3]:  File "/w/t.py", line 1, in <module>\n'
+           "[default3]:ModuleNotFoundError: No module named 'apex'\n"
+           "Root Cause (first observed failure):\n[0]:\n"
+           "  time      : 2024-03-28_18:48:30\n  host      : DESKTOP-825HBJ6.\n  rank      : 0 (local_rank: 0)\n"
+           "  exitcode  : -9 (pid: 4541)\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 4541\n")
+    r = diagnose([write("o.log", log)]).root_cause
+    assert (r.category, r.rank, r.local_rank) == ("import", 3, 3)
+    r = diagnose([write("p.log", log.replace("--standalone ", ""))]).root_cause
+    assert (r.rank, r.local_rank) == (None, 3)

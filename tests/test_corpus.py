@@ -13,8 +13,8 @@ OWN = ROOT / "tests" / "corpus"
 CATEGORIES = {"oom", "host_oom", "shape", "import", "nccl", "cuda", "config", "data", "nan", "slurm", "python", "unknown"}
 # floors: a little under what the landed code measures, so a change that loses real cases fails here
 FLOORS = {
-    "own": {"category": 0.97, "rank": 0.57, "message": 0.95},
-    "shared": {"category": 0.97, "rank": 0.90, "message": 0.95},
+    "own": {"category": 0.97, "rank": 0.60, "message": 0.95},
+    "shared": {"category": 0.97, "rank": 0.92, "message": 0.95},
 }
 
 

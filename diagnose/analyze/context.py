@@ -21,8 +21,14 @@ _MAPPING = regex.compile(r"global_rank_mapping=.*?\{(?P<m>.*)\}")
 _MAPPING_HOST = regex.compile(r"'(?P<host>[^']+)': \[(?P<ranks>[\d, ]*)\]")
 # one process in all: its rank is 0
 _ONE_PROCESS = regex.compile(r"\b(?:world[_ ]size|WORLD_SIZE|dist_world_size)(?: is|=|:| =)\s*1\b(?![.\d])")
-# the job runs on one node: a local rank is then the global rank
-_ONE_NODE = regex.compile(r"\bnnodes[=: ]+1\b(?!:)|\bmax_nodes\s*[:=]\s*1\b|--standalone\b")
+# the job runs on one node: a local rank is then the global rank. torchrun's `--nnodes=1` (quoted or not),
+# `max_nodes: 1`, `--standalone`, its rendezvous result with one agent (`group_world_size=1`); DeepSpeed's
+# runner without a hostfile (it then runs on this host only) and its launcher's WORLD INFO DICT with a single host
+_ONE_NODE = regex.compile(
+    r"""\bnnodes[=: ]+["']?1\b(?!:)|\bmax_nodes\s*[:=]\s*1\b|--standalone\b|\bgroup_world_size=1\b"""
+    r"|Unable to find hostfile, will proceed with training with local resources only"
+    r"|WORLD INFO DICT: \{'[^']+': \[[\d, ]*\]\}"
+)
 _CF_RANK = regex.compile(r"(?P<rank>-?\d+) \(local_rank: (?P<local>-?\d+)\)")
 _CF_EXIT = regex.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 
@@ -90,7 +96,7 @@ class JobContext:
     failures: list[ChildFailure] = field(default_factory=list)
     local_to_global: dict[tuple[str | None, int], int] = field(default_factory=dict)
     rank_host: dict[int, str] = field(default_factory=dict)
-    one_node: bool = False  # the logs say the job ran on one node (nnodes=1, --standalone, max_nodes: 1)
+    one_node: bool = False  # the logs say the job ran on one node (see _ONE_NODE)
     one_process: bool = False  # the logs say the world size is 1
 
     @property
@@ -102,12 +108,13 @@ class JobContext:
             return None
         if (host, local_rank) in self.local_to_global:
             return self.local_to_global[(host, local_rank)]
-        if host is None:  # one node: its agent's summary gives the mapping
-            hosts = {h for h, _ in self.local_to_global}
-            if len(hosts) == 1:
-                return self.local_to_global.get((next(iter(hosts)), local_rank))
-        if self.one_node and not self.local_to_global:
-            return local_rank
+        hosts = {h for h, _ in self.local_to_global}
+        if host is None and len(hosts) == 1:  # one node: its agent's summary gives the mapping
+            h = next(iter(hosts))
+            if (h, local_rank) in self.local_to_global:
+                return self.local_to_global[(h, local_rank)]
+        if self.one_node and len(hosts) <= 1 and (host is None or hosts <= {host}):
+            return local_rank  # one node: each rank is its local rank (the summary names only those that failed)
         return None
 
     def echo_of(self, src: int, line: int) -> ChildFailure | None:
@@ -158,7 +165,7 @@ def read_context(df: pl.DataFrame) -> JobContext:
             r"^  \S+ \.{3,} |using world size:|Root Cause \(first observed|^Failures:|"
             r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |arguments ---|memory \(MB\) \||"
             r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd|"
-            r"global_rank_mapping=|nnodes|max_nodes|--standalone|(?i:world[_ ]size)"
+            r"global_rank_mapping=|nnodes|max_nodes|--standalone|hostfile|WORLD INFO DICT|(?i:world[_ ]size)"
         )
     ).select("src", "lineno", "msg", "ts", "time")
     in_root = False

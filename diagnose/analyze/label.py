@@ -56,10 +56,12 @@ def _rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int
     if rank is None and (m := _PG_RANK.search(msg)) and (m["pg"] in (None, "0")):
         rank = int(m["rank"])  # c10d's [Rank N] of the default process group is the global rank
     if rank is None and local is None and (said := normalize.rank_in_text(msg)):
-        rank = said.get("rank")
+        rank, local = said.get("rank"), said.get("local_rank")
         if rank is None and "task" in said and "torchrun" not in (ctx.launcher or ""):
             rank = said["task"]  # srun started the ranks itself: its task id is the rank
         host = host or said.get("host")
+        if rank is None and local is not None:
+            rank = ctx.global_rank(local, host)
     if host is None and rank is not None:
         host = ctx.rank_host.get(rank)
     return rank, local, host

@@ -4,9 +4,13 @@ and logger prefixes) and keep what the prefixes said as fields.
 Which number is which (see the reference on prefixes): `[rankN]:` and mpirun's tag are global ranks;
 `[defaultN]:` (torchrun --tee) is a local rank; srun's `N: ` label is the task id, which is the global
 rank only when srun starts the ranks itself (no torchrun prefix on the same line).  A local rank
-becomes a global rank only where the logs establish the mapping; otherwise it stays null.
+becomes a global rank only where the logs establish the mapping; otherwise it stays null.  A traceback
+logged as one record carries its prefix on the first line only, and mp.spawn names a worker once above its
+traceback: those lines take the facts of the line above them.
 """
 from __future__ import annotations
+
+import re
 
 import polars as pl
 
@@ -33,6 +37,7 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
         cols["_tee"].append("tee_local" in n.kinds or "torch_rank" in n.kinds)
         # a logger's time or level column starts a new record (never the continuation of a message)
         cols["record"].append(n.time is not None or "log_level" in n.kinds)
+    _record_tails(frame.get_column("src").to_list(), frame.get_column("lineno").to_list(), cols)
     ints = ("_rank", "_local", "_task", "_pid")
     df = frame.with_columns(
         pl.Series(c, v, dtype=pl.Int64 if c in ints else (pl.Boolean if c in ("_tee", "record") else pl.String))
@@ -55,3 +60,63 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
         stream=pl.concat_str([pl.col("src").cast(pl.String), pl.col("_key")], separator="|"),
     )
     return df.drop("_rank", "_local", "_task", "_host", "_pid", "_key", "_tee", "pid", "tid", "dev")
+
+
+_TB_HEADER = re.compile(grammar.TB_HEADER)
+_FRAME = re.compile(grammar.FRAME)
+_CHAIN = re.compile(grammar.CHAIN)
+_EXC = re.compile(grammar.EXC_LINE)
+
+
+def _record_tails(srcs: list, linenos: list, cols: dict) -> None:
+    """Tracebacks whose owner is named once, on the line above them.
+
+    A logger prints its prefix once per record: a traceback logged as one record (`rank:  3 | <time>
+    CRITICAL | Traceback (most recent call last):`, then bare frames) continues on the lines right below
+    it that carry no prefix, time or level; those lines take the record's stream and facts.
+    torch.multiprocessing.spawn re-raises a worker's error as `-- Process 1 terminated with the following
+    error:` and the worker's traceback: that traceback is local rank 1's.  Either holds as far as the
+    lines read as that traceback (frames, source lines, its exception, chained tracebacks)."""
+    keys, records, msgs = cols["_key"], cols["record"], cols["msg"]
+    logged = [i for i, (k, r, m) in enumerate(zip(keys, records, msgs)) if k and r and "Traceback" in m]
+    for owner in logged:
+        if _TB_HEADER.match(msgs[owner]):
+            for i in _traceback_below(owner, "frames", srcs, linenos, cols, key=""):
+                for c in ("_rank", "_local", "_task", "_host", "_pid", "_key", "_tee"):
+                    cols[c][i] = cols[c][owner]
+    spawned = [i for i, m in enumerate(msgs) if m.startswith("-- Process ")]
+    for owner in spawned:
+        local = normalize.rank_in_text(msgs[owner]).get("local_rank")
+        if local is None or cols["_rank"][owner] is not None or cols["_local"][owner] is not None:
+            continue
+        for i in _traceback_below(owner, "chain", srcs, linenos, cols, key=keys[owner]):
+            if cols["_rank"][i] is None and cols["_local"][i] is None:
+                cols["_local"][i] = local
+
+
+def _traceback_below(owner: int, state: str, srcs: list, linenos: list, cols: dict, key: str):
+    """The rows right below `owner` (in its file, with prefix key `key` and no logger record) that read as
+    one traceback chain; `state` is where the walk starts: in a traceback's frames, or after a chain marker
+    (a traceback header comes next)."""
+    keys, records, msgs = cols["_key"], cols["record"], cols["msg"]
+    i = owner + 1
+    while i < len(msgs) and keys[i] == key and not records[i] and srcs[i] == srcs[owner]:
+        # (the blank line between a chain marker and the next header may be one the scan did not keep)
+        gap = linenos[i] - linenos[i - 1]
+        if not (gap == 1 or (gap == 2 and state == "chain")):
+            return
+        msg = msgs[i]
+        if not msg.strip():
+            pass
+        elif _CHAIN.match(msg) and state in ("exc", "chain"):
+            state = "chain"
+        elif _TB_HEADER.match(msg) and state == "chain":
+            state = "frames"
+        elif state == "frames" and (_FRAME.match(msg) or msg.startswith("    ")):
+            pass
+        elif state == "frames" and _EXC.match(msg):
+            state = "exc"  # the exception ends the traceback unless a chained one follows
+        else:
+            return
+        yield i
+        i += 1
