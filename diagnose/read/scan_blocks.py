@@ -132,7 +132,7 @@ def read_chunks(src: Source, warnings: list[str], chunk_bytes: int = CHUNK_BYTES
                 out = b"".join((tail, memoryview(block)[:cut]))
                 tail, dropping = _cap(block[cut + 1 :])
                 yield out
-            if deadline is not None and deadline.expired():
+            if deadline is not None and deadline.expired() and not _read_whole(src, done):
                 warnings.append(f"{src.display}: read stopped after {done:,} bytes (--timeout {deadline.seconds:g} s reached)")
                 return
     except (EOFError, zlib.error) as exc:
@@ -143,6 +143,14 @@ def read_chunks(src: Source, warnings: list[str], chunk_bytes: int = CHUNK_BYTES
         warnings.append(f"{src.display}: read stopped after {done:,} bytes ({exc.strerror or exc})")
     if tail:
         yield tail
+
+
+def _read_whole(src: Source, done: int) -> bool:
+    """Whether `done` bytes are the whole (uncompressed) file: then the deadline stopped nothing."""
+    try:
+        return not src.path.name.endswith(".gz") and done >= src.path.stat().st_size
+    except OSError:
+        return False
 
 
 def _cap(line: bytes) -> tuple[bytes, bool]:
