@@ -1,4 +1,4 @@
-"""The raw-bytes prefilter keeps exactly the lines the line-by-line scan keeps (with either engine), and
+"""The raw-bytes prefilter keeps every line the line-by-line scan keeps for its own sake (with either engine), and
 the caps bound what a flood of errors keeps while the report says it summarised."""
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import random
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from diagnose.patterns import library
@@ -66,8 +67,15 @@ def test_prefilter_keeps_the_same_lines(mixed, engine, monkeypatch):
     assert scan.KeepPlan([]).block_filter().engine.name == engine
     fast, n_fast = _scan(mixed, True, monkeypatch)
     assert n_fast == n_plain
-    assert fast.equals(plain)
-    assert plain.height > 100
+    # every line kept for its own sake is kept, and only lines the plain filter keeps; which of the lines
+    # kept only for their timestamp stay depends on what is near them (the window before each hot one)
+    lines = scan.split_lines(mixed.read_bytes()).with_row_index("lineno", offset=1)
+    full = scan.KeepPlan([p.regex for p in library.load(())]).filter(lines)
+    own = full.filter(~pl.col("tsonly")).get_column("lineno")
+    assert fast.get_column("lineno").is_in(full.get_column("lineno").implode()).all()
+    assert own.is_in(fast.get_column("lineno").implode()).all()
+    assert own.is_in(plain.get_column("lineno").implode()).all()
+    assert plain.height > 100 and len(own) > 100
 
 
 def test_quiet_chunk_is_not_split():
@@ -102,3 +110,20 @@ def test_small_log_is_not_summarised(tmp_path):
     p.write_text("[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n" * 20)
     doc = to_dict(diagnose([p]))
     assert doc["summarised"] is False and doc["summarised_lines"] == 0
+
+
+@pytest.mark.parametrize("engine", _engines())
+@pytest.mark.parametrize("line", ["bar 10%\rbar 90%\rTraceback (most recent call last):",  # a redrawn bar
+                                  "\u2003rank\u00a0: 3", "██ 50%\n  File \"/x/ünï.py\", line 3, in f"])
+def test_hot_where_the_line_filter_keeps(engine, line, monkeypatch):
+    """A line kept only once carriage returns are read as line ends, or Unicode classes as Unicode,
+    still makes its window hot."""
+    monkeypatch.setenv("MDIAG_ENGINE", engine)
+    plan = scan.KeepPlan([p.regex for p in library.load(())])
+    chunk = b"ok\n" * 50_000 + line.encode() + b"\n" + b"ok\n" * 50_000
+    kept = plan.filter(scan.split_lines(chunk).with_row_index("lineno")).filter(~pl.col("tsonly"))
+    assert kept.height
+    spans = plan.block_filter().spans(chunk)
+    at = chunk.index(line.encode())
+    assert spans is None or any(s <= at < e for s, e in spans)
+

@@ -87,9 +87,9 @@ class KeepPlan:
         self.gate_anchors = None if gate_lits == hit_lits else _alternation(gate_lits)
 
     def block_filter(self) -> BlockFilter:
-        """The raw-bytes test that finds the stretches of a chunk where filter can keep a line."""
-        thin = [self.thin] if self.thin else []
-        return BlockFilter(self.hit_literals, [*self.unanchored, *thin])
+        """The raw-bytes test that finds the stretches of a chunk where filter can keep a line for its
+        own sake (lines kept only for their timestamp, progress lines included, do not count)."""
+        return BlockFilter(self.hit_literals, self.unanchored)
 
     def filter(self, df: pl.DataFrame) -> pl.DataFrame:
         """The rows of df (column `line`) that `df.filter(keep_expr(...))` keeps, in order, with a column
