@@ -3,6 +3,7 @@ the caps bound what a flood of errors keeps while the report says it summarised.
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -127,3 +128,28 @@ def test_hot_where_the_line_filter_keeps(engine, line, monkeypatch):
     at = chunk.index(line.encode())
     assert spans is None or any(s <= at < e for s, e in spans)
 
+
+@pytest.mark.skipif("hyperscan" not in _engines() or len(os.sched_getaffinity(0)) < 2,
+                    reason="the helper process prefilters with Hyperscan, on a second core")
+def test_two_processes_keep_what_one_keeps(mixed, monkeypatch):
+    """A big file read as two halves (a forked helper prefilters the second) keeps the lines one
+    process keeps, with the same line numbers, and counts the same lines."""
+    from diagnose.read import scan_parallel
+
+    monkeypatch.setenv("MDIAG_ENGINE", "hyperscan")
+    monkeypatch.setattr(scan.read_chunks, "__defaults__", (256 * 1024, None))
+    monkeypatch.setattr(prefilter, "WINDOW", 4096)
+    monkeypatch.setattr(scan_parallel, "PARALLEL_BYTES", 1 << 50)
+    one = collect.describe([mixed])
+    single, _ = scan.scan(one, [p.regex for p in library.load(())])
+    monkeypatch.setattr(scan_parallel, "PARALLEL_BYTES", 1024)
+    two = collect.describe([mixed])
+    assert scan_parallel.split_point(two[0], scan.KeepPlan([]).block_filter())
+    double, warnings = scan.scan(two, [p.regex for p in library.load(())])
+    assert warnings == [] and two[0].lines == one[0].lines
+    lines = scan.split_lines(mixed.read_bytes()).with_row_index("lineno", offset=1)
+    full = scan.KeepPlan([p.regex for p in library.load(())]).filter(lines)
+    own = full.filter(~pl.col("tsonly")).select("lineno", "line")
+    for frame in (single, double):
+        assert own.join(frame, on=["lineno", "line"], how="anti").height == 0
+        assert frame.join(full, on=["lineno", "line"], how="anti").height == 0

@@ -18,7 +18,8 @@ from diagnose.read.scan_blocks import (  # noqa: F401
 )
 from diagnose.read.scan_deadline import Deadline
 from diagnose.read.scan_keep import KeepPlan, keep_expr, thin_timestamps  # noqa: F401
-from diagnose.read.scan_lines import _FILE_MARK, hot_lines, split_lines
+from diagnose.read import scan_parallel
+from diagnose.read.scan_lines import _FILE_MARK, Part, hot_spans, lines_of, split_lines
 from diagnose.read.scan_literals import _minimal, _required  # noqa: F401
 
 BATCH_LINES = 150_000  # filter at least this many lines at once: per-call overhead stays small
@@ -70,7 +71,7 @@ def scan(
 
     def chunks() -> Iterator[pl.DataFrame]:
         small: list[tuple[Source, bytes]] = []  # whole small files, split together (thousands of per-rank files)
-        pending = 0
+        pending = first = 0
 
         def split_small() -> pl.DataFrame:
             """The small files' lines, split as one chunk with a marker line between files (the marker
@@ -91,23 +92,45 @@ def scan(
             small, pending = [], 0
             return df
 
+        def emit(src: Source, part: Part, nbytes: int) -> Iterator[pl.DataFrame]:
+            nonlocal first
+            df, n = lines_of(part, first)
+            first += n
+            if df.height:
+                yield df.with_columns(src=pl.lit(src.index, dtype=pl.Int32))
+            if progress:
+                progress(nbytes)
+
         for src in sources:
             if src.layout == "error-json":
                 continue
             first, datas = 1, []
+            split = scan_parallel.split_point(src, blocks)
+            helper = scan_parallel.Helper(src, split, blocks, deadline) if split else None
             try:
-                for data in read_chunks(src, warnings, deadline=deadline):
-                    if first == 1 and not datas and len(data) < SMALL_FILE:
+                for data in (read_chunks(src, warnings, deadline=deadline) if helper is None
+                             else read_chunks(src, warnings, deadline=deadline, stop=split)):
+                    if first == 1 and not datas and len(data) < SMALL_FILE and helper is None:
                         datas.append(data)  # hold the first chunk: it may be the file's only one
                         continue
                     for d in [*datas, data]:
-                        df, n = hot_lines(d, first, blocks)
-                        first += n
-                        if df.height:
-                            yield df.with_columns(src=pl.lit(src.index, dtype=pl.Int32))
-                        if progress:
-                            progress(len(d))
+                        yield from emit(src, hot_spans(d, blocks), len(d))
                     datas = []
+                if helper is not None:
+                    parts, more = helper.results()
+                    if deadline is not None and deadline.fired:
+                        # the first half was maybe not read to its end: the second's line numbers are unknown
+                        warnings.append(f"{src.display}: the part from byte {split:,} on was not analysed "
+                                        f"(--timeout {deadline.seconds:g} s reached)")
+                    elif parts is None:  # the helper gave up (a dense log): read the second half here
+                        for data in read_chunks(src, warnings, deadline=deadline, start=split):
+                            yield from emit(src, hot_spans(data, blocks), len(data))
+                    else:
+                        warnings.extend(more)
+                        for part in parts:
+                            yield from emit(src, part, 0)
+                        if progress:
+                            progress(src.path.stat().st_size - split)
                 if datas:  # a small file: one chunk, batched with its neighbours
                     small.append((src, datas[0]))
                     pending += len(datas[0])
@@ -119,6 +142,9 @@ def scan(
                 warnings.append(f"{src.display}: permission denied, skipped")
             except OSError as exc:
                 warnings.append(f"{src.display}: cannot read ({exc.strerror or exc}), skipped")
+            finally:
+                if helper is not None:
+                    helper.close()
             if not datas:  # (a small file's lines are counted when its batch is split)
                 src.lines = first - 1
         if small:

@@ -26,9 +26,10 @@ class NotRegularFile(OSError):
     pass
 
 
-def _open(src: Source):
+def _open(src: Source, start: int = 0, stop: int | None = None):
     """The file as a binary stream, read only up to the size it had when opened (a file that is still
-    being written can't keep the scan going forever).  FIFOs and devices are refused without blocking."""
+    being written can't keep the scan going forever).  FIFOs and devices are refused without blocking.
+    With start/stop, only those bytes of it."""
     fd = os.open(src.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
         st = os.fstat(fd)
@@ -38,7 +39,9 @@ def _open(src: Source):
     except BaseException:
         os.close(fd)
         raise
-    return _Bounded(fh, st.st_size)
+    if start:
+        fh.seek(start)
+    return _Bounded(fh, max(min(st.st_size, st.st_size if stop is None else stop) - start, 0))
 
 
 class _Bounded:
@@ -62,11 +65,13 @@ class _Bounded:
         self.fh.close()
 
 
-def _blocks(src: Source, warnings: list[str], chunk_bytes: int) -> Iterator[bytes]:
+def _blocks(src: Source, warnings: list[str], chunk_bytes: int, start: int = 0,
+            stop: int | None = None) -> Iterator[bytes]:
     """Raw blocks of the file, gunzipped when it ends in .gz.  A truncated or corrupt .gz yields what
-    decompressed before the damage, then a warning; concatenated gzip members are all read."""
+    decompressed before the damage, then a warning; concatenated gzip members are all read.  start and
+    stop (a plain file only) bound the bytes read."""
     gz = src.path.name.endswith(".gz")
-    with _open(src) as fh:
+    with _open(src, *((0, None) if gz else (start, stop))) as fh:
         if not gz:
             while block := fh.read(chunk_bytes):
                 yield block
@@ -103,17 +108,18 @@ def _last_lone_cr(seg: bytes) -> int:
 
 
 def read_chunks(src: Source, warnings: list[str], chunk_bytes: int = CHUNK_BYTES,
-                deadline: Deadline | None = None) -> Iterator[bytes]:
+                deadline: Deadline | None = None, *, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
     """Raw chunks that end on a line boundary (split_lines turns each into lines).  A line longer than
     MAX_LINE is cut while it is read, keeping what a progress bar printed after its last carriage
     return, so memory stays bounded.  With a deadline, stops between chunks when it has passed and
-    says in `warnings` what was not read."""
+    says in `warnings` what was not read.  start and stop (byte offsets at line starts, in a plain
+    file) read a part of it."""
     if deadline is not None and deadline.expired():
         deadline.unread.append(src.display)
         return
     tail, dropping, done, cr_before = b"", False, 0, False
     try:
-        for block in _blocks(src, warnings, chunk_bytes):
+        for block in _blocks(src, warnings, chunk_bytes, start, stop):
             done += len(block)
             if dropping:  # inside an overlong line: skip to its end (or to a carriage return that restarts it)
                 nl = block.find(b"\n")
@@ -132,8 +138,9 @@ def read_chunks(src: Source, warnings: list[str], chunk_bytes: int = CHUNK_BYTES
                 out = b"".join((tail, memoryview(block)[:cut]))
                 tail, dropping = _cap(block[cut + 1 :])
                 yield out
-            if deadline is not None and deadline.expired() and not _read_whole(src, done):
-                warnings.append(f"{src.display}: read stopped after {done:,} bytes (--timeout {deadline.seconds:g} s reached)")
+            if deadline is not None and deadline.expired() and not _read_whole(src, start + done, stop):
+                at = f"after {done:,} bytes" if not start else f"at byte {start + done:,} (read from byte {start:,})"
+                warnings.append(f"{src.display}: read stopped {at} (--timeout {deadline.seconds:g} s reached)")
                 return
     except (EOFError, zlib.error) as exc:
         warnings.append(f"{src.display}: read stopped early ({exc.__class__.__name__}: {exc})")
@@ -145,10 +152,11 @@ def read_chunks(src: Source, warnings: list[str], chunk_bytes: int = CHUNK_BYTES
         yield tail
 
 
-def _read_whole(src: Source, done: int) -> bool:
-    """Whether `done` bytes are the whole (uncompressed) file: then the deadline stopped nothing."""
+def _read_whole(src: Source, done: int, stop: int | None = None) -> bool:
+    """Whether the first `done` bytes are all that was to read (of a plain file): then the deadline
+    stopped nothing."""
     try:
-        return not src.path.name.endswith(".gz") and done >= src.path.stat().st_size
+        return not src.path.name.endswith(".gz") and done >= (stop or src.path.stat().st_size)
     except OSError:
         return False
 

@@ -49,27 +49,50 @@ def split_lines(data: bytes) -> pl.DataFrame:
     return df
 
 
-def hot_lines(data: bytes, first: int, blocks: BlockFilter | None) -> tuple[pl.DataFrame, int]:
-    """The lines of a chunk that can matter, as a frame (lineno, line), and the chunk's line count.
-    Quiet stretches (see prefilter.BlockFilter) are counted, not split."""
+Part = tuple[bytes, "list[int] | None", "list[int] | None", int]
+
+
+def hot_spans(data: bytes, blocks: BlockFilter | None) -> Part:
+    """What of a chunk to split, found on its bytes (no polars: a helper process runs it too):
+    (text, starts, ends, lines), where text is the hot spans joined (see prefilter.BlockFilter), the
+    i-th of them holding the chunk's lines starts[i] to ends[i] (from 0), and lines the chunk's line
+    count; starts is None when text is the whole chunk.  Quiet stretches are counted, not split."""
     spans = blocks.spans(data) if blocks is not None else None
     if spans is None:
-        df = split_lines(data).with_row_index("lineno", offset=first).select(pl.col("lineno").cast(pl.Int64), "line")
-        return df, df.height
+        return data, None, None, 0
     total = data.count(b"\n") + 1
-    if not spans:
-        return pl.DataFrame(schema={"lineno": pl.Int64, "line": pl.String}), total
-    starts, ends, k, at = [], [], first, 0
+    starts: list[int] = []
+    ends: list[int] = []
+    k, at = 0, 0
     for s, e in spans:  # (counted once from the last span on: never from the chunk's start again)
         k += data.count(b"\n", at, s)
         starts.append(k)
         ends.append(k + data.count(b"\n", s, e) + 1)
         k, at = ends[-1] - 1, e
-    df = split_lines(b"\n".join(data[s:e] for s, e in spans))
-    linenos = pl.select(pl.int_ranges(pl.Series(starts, dtype=pl.Int64), pl.Series(ends, dtype=pl.Int64))).to_series().explode()
-    if len(linenos) != df.height:  # (never expected) the whole chunk, as without the filter
-        return hot_lines(data, first, None)
+    text = b"\n".join(data[s:e] for s, e in spans)
+    if spans and text.count(b"\n") + 1 != sum(ends) - sum(starts):  # (never expected) the whole chunk
+        return data, None, None, 0
+    return text, starts, ends, total
+
+
+def lines_of(part: Part, first: int) -> tuple[pl.DataFrame, int]:
+    """hot_spans' part of a chunk whose first line is number `first`, as a frame (lineno, line), and
+    the chunk's line count."""
+    text, starts, ends, total = part
+    if starts is None:
+        df = split_lines(text).with_row_index("lineno", offset=first).select(pl.col("lineno").cast(pl.Int64), "line")
+        return df, df.height
+    if not starts:
+        return pl.DataFrame(schema={"lineno": pl.Int64, "line": pl.String}), total
+    df = split_lines(text)
+    linenos = pl.select(pl.int_ranges(pl.Series(starts, dtype=pl.Int64) + first,
+                                      pl.Series(ends, dtype=pl.Int64) + first)).to_series().explode()
     return df.select(lineno=linenos.cast(pl.Int64), line="line"), total
+
+
+def hot_lines(data: bytes, first: int, blocks: BlockFilter | None) -> tuple[pl.DataFrame, int]:
+    """The lines of a chunk that can matter, as a frame (lineno, line), and the chunk's line count."""
+    return lines_of(hot_spans(data, blocks), first)
 
 
 def _cut(text: str) -> str:
