@@ -140,9 +140,16 @@ class KeepPlan:
 
     def _pattern_hits(self, lit: pl.DataFrame) -> list[pl.Series]:
         """Row ids (`_i`) of the literal hits that a failure pattern's regex matches: each group of regexes
-        runs only on the lines holding one of its literals (one Aho-Corasick pass finds which)."""
+        runs only on the lines holding one of its literals (one Aho-Corasick pass finds which).  A flood
+        that repeats the same lines has them matched once each."""
         if not lit.height:
             return []
+        line = pl.col("line")
+        uniq = lit.select(line.unique(maintain_order=True))
+        if uniq.height * 2 < lit.height:
+            hits = self._pattern_hits(uniq.with_row_index("_i"))
+            texts = uniq.get_column("line").gather(pl.concat(hits)) if hits else uniq.get_column("line").clear()
+            return [lit.filter(line.is_in(texts.implode())).get_column("_i")]
         line = pl.col("line")
         gated = lit if self.gate_anchors is None else lit.filter(line.str.contains(self.gate_anchors))
         found = (
