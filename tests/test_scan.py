@@ -156,3 +156,13 @@ def test_trim_keeps_what_the_time_left_allows_of_each_file(monkeypatch):
     out, note = scan_deadline.trim(kept, d)
     assert out.rows() == [(s, n, "x") for s in (0, 1) for n in range(1, 6)]
     assert d.fired and "10 of 60 candidate lines analysed" in note and "not analysed" in note
+
+
+def test_keep_plan_on_a_flood_of_repeated_lines_matches_reference():
+    """Distinct lines tested once and joined back keep the same lines, in order, as the reference."""
+    regexes = [p.regex for p in patterns.load()]
+    text = (SAMPLES / "megatron-1234.err").read_bytes()
+    df = scan.split_lines(text * 8 + b"ok\n" * 500).with_row_index("lineno")
+    assert df.get_column("line").n_unique() * 2 < df.height > 1000  # the repeated lines' path
+    fast = scan.KeepPlan(regexes).filter(df).get_column("lineno").to_list()
+    assert fast == df.filter(scan.keep_expr(regexes)).get_column("lineno").to_list()

@@ -106,8 +106,11 @@ class KeepPlan:
         for rx in self.unanchored:
             maybe = maybe | line.str.contains(rx)
         shape = pl.col("_shape")
-        sub = (
-            df.lazy().with_row_index("_i")
+        rows = df.lazy().with_row_index("_i")
+        # a flood that repeats the same lines: the tests run once per distinct line, joined back in order
+        repeats = df.height > 1000 and df.get_column("line").n_unique() * 2 < df.height
+        tested = (
+            (df.lazy().select(line.unique()) if repeats else rows)
             .with_columns(_lit=maybe, _thin=self.thin_first,
                           _shape=line.str.contains(grammar.KEEP_ANCHORED_OR_STRUCT))
             .filter(pl.col("_lit") | pl.col("_thin") | shape)
@@ -115,8 +118,10 @@ class KeepPlan:
                           # (a null line is skipped: the regex runs on progress-literal rows only)
                           _tr=pl.when("_thin").then(line).str.contains(self.thin).fill_null(False),
                           _pfx=_prefix_key)
-            .collect(engine="streaming")
         )
+        if repeats:
+            tested = rows.join(tested, on="line", how="inner", maintain_order="left")
+        sub = tested.collect(engine="streaming")
         if not sub.height:
             return df.clear().with_columns(_pfx=pl.lit(""), tsonly=pl.lit(False))  # the columns of a non-empty result
         # shaped lines that are no plain timestamp line: each shape regex on its own
