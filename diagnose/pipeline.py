@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from diagnose.read import attribute, collect, scan, timeline
+from diagnose.read import attribute, collect, scan, scan_deadline, timeline
 from diagnose.analyze import context, explain, findings, label, root as choose, tracebacks
 from diagnose.patterns import library as patterns_mod
 from diagnose.model import Diagnosis
@@ -29,6 +29,9 @@ def diagnose(
     summary: dict = {}
     kept, read_warnings = scan.scan(sources, [p.regex for p in pats], progress, deadline=deadline, summary=summary)
     warnings += read_warnings
+    if deadline:
+        kept, cut = scan_deadline.trim(kept, deadline)
+        warnings += [cut] if cut else []
     if deadline and deadline.fired:
         warnings.append(deadline.summary())
     df = attribute.attribute(kept, sources)

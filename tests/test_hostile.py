@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from diagnose.read import scan as scan_mod
+from diagnose.read import scan_blocks
 from diagnose.cli.main import main
 from diagnose.patterns.library import PatternError, load_file
 from diagnose.pipeline import diagnose
@@ -85,7 +86,7 @@ def test_permission_denied_file_is_skipped_and_named(tmp_path, write, validate, 
                 raise PermissionError(13, "Permission denied", str(path))
             return real_open(path, flags, *a, **k)
 
-        monkeypatch.setattr(scan_mod.os, "open", fake_open)
+        monkeypatch.setattr(os, "open", fake_open)
     else:
         bad.chmod(0)
     doc = run_json(good.parent, validate=validate)
@@ -250,7 +251,7 @@ def test_50mb_tqdm_line_keeps_what_was_printed_last(tmp_path, validate):
 
 
 def test_long_lines_are_cut_across_chunk_boundaries(tmp_path, monkeypatch):
-    monkeypatch.setattr(scan_mod, "MAX_LINE", 64)
+    monkeypatch.setattr(scan_blocks, "MAX_LINE", 64)
     long = "y" * 1000
     text = f"a\n{long}\nb\r{long}\r\nc{long}\rlast\nd\n{long}"
     p = tmp_path / "x.log"

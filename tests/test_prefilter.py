@@ -1,11 +1,13 @@
-"""The raw-bytes prefilter keeps exactly the lines the line-by-line scan keeps (with either engine), and
+"""The raw-bytes prefilter keeps every line the line-by-line scan keeps for its own sake (with either engine), and
 the caps bound what a flood of errors keeps while the report says it summarised."""
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from diagnose.patterns import library
@@ -66,8 +68,15 @@ def test_prefilter_keeps_the_same_lines(mixed, engine, monkeypatch):
     assert scan.KeepPlan([]).block_filter().engine.name == engine
     fast, n_fast = _scan(mixed, True, monkeypatch)
     assert n_fast == n_plain
-    assert fast.equals(plain)
-    assert plain.height > 100
+    # every line kept for its own sake is kept, and only lines the plain filter keeps; which of the lines
+    # kept only for their timestamp stay depends on what is near them (the window before each hot one)
+    lines = scan.split_lines(mixed.read_bytes()).with_row_index("lineno", offset=1)
+    full = scan.KeepPlan([p.regex for p in library.load(())]).filter(lines)
+    own = full.filter(~pl.col("tsonly")).get_column("lineno")
+    assert fast.get_column("lineno").is_in(full.get_column("lineno").implode()).all()
+    assert own.is_in(fast.get_column("lineno").implode()).all()
+    assert own.is_in(plain.get_column("lineno").implode()).all()
+    assert plain.height > 100 and len(own) > 100
 
 
 def test_quiet_chunk_is_not_split():
@@ -102,3 +111,45 @@ def test_small_log_is_not_summarised(tmp_path):
     p.write_text("[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n" * 20)
     doc = to_dict(diagnose([p]))
     assert doc["summarised"] is False and doc["summarised_lines"] == 0
+
+
+@pytest.mark.parametrize("engine", _engines())
+@pytest.mark.parametrize("line", ["bar 10%\rbar 90%\rTraceback (most recent call last):",  # a redrawn bar
+                                  "\u2003rank\u00a0: 3", "██ 50%\n  File \"/x/ünï.py\", line 3, in f"])
+def test_hot_where_the_line_filter_keeps(engine, line, monkeypatch):
+    """A line kept only once carriage returns are read as line ends, or Unicode classes as Unicode,
+    still makes its window hot."""
+    monkeypatch.setenv("MDIAG_ENGINE", engine)
+    plan = scan.KeepPlan([p.regex for p in library.load(())])
+    chunk = b"ok\n" * 50_000 + line.encode() + b"\n" + b"ok\n" * 50_000
+    kept = plan.filter(scan.split_lines(chunk).with_row_index("lineno")).filter(~pl.col("tsonly"))
+    assert kept.height
+    spans = plan.block_filter().spans(chunk)
+    at = chunk.index(line.encode())
+    assert spans is None or any(s <= at < e for s, e in spans)
+
+
+@pytest.mark.skipif("hyperscan" not in _engines() or len(os.sched_getaffinity(0)) < 2,
+                    reason="the helper process prefilters with Hyperscan, on a second core")
+def test_two_processes_keep_what_one_keeps(mixed, monkeypatch):
+    """A big file read as two halves (a forked helper prefilters the second) keeps the lines one
+    process keeps, with the same line numbers, and counts the same lines."""
+    from diagnose.read import scan_parallel
+
+    monkeypatch.setenv("MDIAG_ENGINE", "hyperscan")
+    monkeypatch.setattr(scan.read_chunks, "__defaults__", (256 * 1024, None))
+    monkeypatch.setattr(prefilter, "WINDOW", 4096)
+    monkeypatch.setattr(scan_parallel, "PARALLEL_BYTES", 1 << 50)
+    one = collect.describe([mixed])
+    single, _ = scan.scan(one, [p.regex for p in library.load(())])
+    monkeypatch.setattr(scan_parallel, "PARALLEL_BYTES", 1024)
+    two = collect.describe([mixed])
+    assert scan_parallel.split_point(two[0], scan.KeepPlan([]).block_filter())
+    double, warnings = scan.scan(two, [p.regex for p in library.load(())])
+    assert warnings == [] and two[0].lines == one[0].lines
+    lines = scan.split_lines(mixed.read_bytes()).with_row_index("lineno", offset=1)
+    full = scan.KeepPlan([p.regex for p in library.load(())]).filter(lines)
+    own = full.filter(~pl.col("tsonly")).select("lineno", "line")
+    for frame in (single, double):
+        assert own.join(frame, on=["lineno", "line"], how="anti").height == 0
+        assert frame.join(full, on=["lineno", "line"], how="anti").height == 0

@@ -144,3 +144,25 @@ def test_a_short_last_chunk_keeps_the_file_line_numbers(tmp_path, monkeypatch):
     kept, _ = scan.scan([src], [p.regex for p in patterns.load()])
     assert kept.filter(pl.col("line") == "RuntimeError: late").get_column("lineno").to_list() == [401]
     assert src.lines == 401
+
+
+def test_trim_keeps_what_the_time_left_allows_of_each_file(monkeypatch):
+    from diagnose.read import scan_deadline
+
+    d = scan_deadline.Deadline(60)
+    kept = pl.DataFrame({"src": [0] * 30 + [1] * 30, "lineno": list(range(1, 31)) * 2, "line": ["x"] * 60})
+    assert scan_deadline.trim(kept, d) == (kept, None) and not d.fired
+    monkeypatch.setattr(scan_deadline.Deadline, "rows_left", lambda self: 10)
+    out, note = scan_deadline.trim(kept, d)
+    assert out.rows() == [(s, n, "x") for s in (0, 1) for n in range(1, 6)]
+    assert d.fired and "10 of 60 candidate lines analysed" in note and "not analysed" in note
+
+
+def test_keep_plan_on_a_flood_of_repeated_lines_matches_reference():
+    """Distinct lines tested once and joined back keep the same lines, in order, as the reference."""
+    regexes = [p.regex for p in patterns.load()]
+    text = (SAMPLES / "megatron-1234.err").read_bytes()
+    df = scan.split_lines(text * 8 + b"ok\n" * 500).with_row_index("lineno")
+    assert df.get_column("line").n_unique() * 2 < df.height > 1000  # the repeated lines' path
+    fast = scan.KeepPlan(regexes).filter(df).get_column("lineno").to_list()
+    assert fast == df.filter(scan.keep_expr(regexes)).get_column("lineno").to_list()

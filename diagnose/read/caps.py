@@ -44,8 +44,7 @@ class Summariser:
         if self.seen is None and self.rows + n <= self.full_rows:
             self.rows += n
             return kept
-        k = kept.with_row_index("_r").with_columns(
-            _sig=pl.col("line").str.replace_all(r"[0-9]+", "#").str.slice(0, 200))
+        k = kept.with_row_index("_r").with_columns(_sig=_signatures(kept.get_column("line")))
         rows = k.filter(core).select("_r", *_KEYS)
         prior = self.seen if self.seen is not None else pl.DataFrame(
             schema={"src": pl.Int32, "_pfx": pl.String, "_sig": pl.String, "n": pl.UInt32})
@@ -66,3 +65,14 @@ class Summariser:
         self.seen = pl.concat([prior, counts]).group_by(_KEYS).agg(pl.col("n").sum())
         drop = rows.filter(~pl.col("_r").is_in(keep_ids.implode())).get_column("_r")
         return k.filter(~pl.col("_r").is_in(drop.implode())).drop("_r", "_sig")
+
+
+def _signatures(lines: pl.Series) -> pl.Series:
+    """Each line's text with every number masked, cut at 200 characters; a flood that repeats the same
+    lines has each one masked once."""
+    sig = pl.col("line").str.replace_all(r"[0-9]+", "#").str.slice(0, 200)
+    uniq = lines.unique()
+    if len(uniq) * 2 >= len(lines):
+        return lines.to_frame("line").select(sig).to_series().rename("_sig")
+    table = uniq.to_frame("line").with_columns(_sig=sig)
+    return lines.to_frame("line").join(table, on="line", how="left", maintain_order="left").get_column("_sig")

@@ -1,15 +1,19 @@
 """Which parts of a raw chunk can hold a line the scan keeps, found on the bytes before any line is split.
 
 A chunk (whole lines, raw bytes) is cut into windows of about WINDOW bytes at line ends.  A window is
-*hot* when it holds one byte the line splitter rewrites (CR, NUL, the unit separator) or a non-ASCII
-byte (where Unicode classes and byte classes differ), or when one multi-pattern automaton finds in it
-any of what KeepPlan's first test over all lines looks for: a pattern's required literal, the
-progress-line regex, a pattern regex without a literal, or a line shape (timestamp, traceback,
-launcher summary; anchored at a line start).  The search stops at the first hit, so a busy window
-costs a few bytes and a quiet one one pass at automaton speed.  Only hot windows, each with the two
-lines after it (the neighbourhood of a traceback line), are split into lines; quiet stretches are
-counted (their newlines), never split.  That is a superset of what KeepPlan.filter keeps, so the lines
-kept are the same.
+*hot* when it holds a byte the line splitter drops or rewrites (NUL, the unit separator), or when one
+multi-pattern automaton finds in it any of what KeepPlan keeps a line for: a pattern's required
+literal, a pattern regex without a literal, or a line shape (traceback, exception, launcher summary;
+anchored at a line start).  Carriage returns are read as line ends (a redrawn progress bar: the
+splitter keeps its last drawing, a line of its own here), and a chunk with non-ASCII bytes is matched
+as UTF-8 with Unicode classes, as the line filter reads it.  The search stops at the first hit, so a
+busy window costs a few bytes and a quiet one one pass at automaton speed.
+
+Hot windows are split into lines, each with the two lines after it (the neighbourhood of a traceback
+line), the window before it and the chunk's last window: lines kept only for their timestamp (the
+bulk of a busy log: glog headers, Megatron iterations) make no window hot, and those near what is kept
+give the timeline its times.  Quiet stretches are counted (their newlines), never split.  Every line
+KeepPlan.filter keeps for its own sake is kept; of the timestamp lines, those near them.
 
 Engines: Hyperscan (the `hyperscan` wheel) when it imports and compiles the set; else polars' Rust
 regex over the windows as one column (slower, same answer).  `MDIAG_ENGINE=polars` forces the latter.
@@ -29,9 +33,9 @@ WINDOW = 64 * 1024
 DENSE = 0.6  # when this share of a chunk is hot, the whole chunk is split (joining spans costs more)
 
 
-def _special(data: bytes) -> bool:
-    """Bytes the line splitter rewrites (CR, NUL, unit separator), or any non-ASCII byte."""
-    return not data.isascii() or b"\r" in data or b"\x00" in data or b"\x1f" in data
+def _special(chunk: bytes, start: int = 0, end: int | None = None) -> bool:
+    """Bytes the line splitter drops or rewrites so that a match could appear (NUL, unit separator)."""
+    return chunk.find(b"\x00", start, end) >= 0 or chunk.find(b"\x1f", start, end) >= 0
 
 
 def _engine_choice() -> str:
@@ -45,32 +49,37 @@ class _Hyperscan:
         import hyperscan as hs
 
         self.hs = hs
-        key = hashlib.sha256(repr((hs.__version__, exprs)).encode()).hexdigest()[:24]
+        self.db = self._database(exprs, 0)
+        # Text with non-ASCII bytes is matched as UTF-8 with Unicode classes, as polars' regex reads it
+        # (in bytes, `\s`, `\w` or a bounded `[^"]{1,500}` would miss what the line filter then finds)
+        self.db_utf8 = self._database(exprs, hs.HS_FLAG_UTF8 | hs.HS_FLAG_UCP)
+
+    def _database(self, exprs: list[tuple[str, bool]], extra: int):
+        hs = self.hs
+        key = hashlib.sha256(repr((hs.__version__, exprs, extra)).encode()).hexdigest()[:24]
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mdiag" / f"hs-{key}.db"
-        db = None
         try:
             db = hs.loadb(cache.read_bytes(), hs.HS_MODE_BLOCK)
-        except Exception:  # noqa: BLE001  (absent, stale or from another platform: compile)
-            db = None
-        if db is None:
-            db = hs.Database(mode=hs.HS_MODE_BLOCK)
-            flags = [hs.HS_FLAG_ALLOWEMPTY | hs.HS_FLAG_SINGLEMATCH | (hs.HS_FLAG_MULTILINE if ml else 0)
-                     | hs.HS_FLAG_PREFILTER for _, ml in exprs]
-            db.compile(expressions=[rx.encode() for rx, _ in exprs], ids=list(range(len(exprs))),
-                       elements=len(exprs), flags=flags)
-            try:
-                cache.parent.mkdir(parents=True, exist_ok=True)
-                tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_bytes(hs.dumpb(db))
-                os.replace(tmp, cache)
-            except OSError:
-                pass
-        else:
             db.scratch = hs.Scratch(db)
-        self.db = db
+            return db
+        except Exception:  # noqa: BLE001  (absent, stale or from another platform: compile)
+            pass
+        db = hs.Database(mode=hs.HS_MODE_BLOCK)
+        flags = [hs.HS_FLAG_ALLOWEMPTY | hs.HS_FLAG_SINGLEMATCH | (hs.HS_FLAG_MULTILINE if ml else 0)
+                 | hs.HS_FLAG_PREFILTER | extra for _, ml in exprs]
+        db.compile(expressions=[rx.encode() for rx, _ in exprs], ids=list(range(len(exprs))),
+                   elements=len(exprs), flags=flags)
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(hs.dumpb(db))
+            os.replace(tmp, cache)
+        except OSError:
+            pass
+        return db
 
-    def hot(self, windows: list[bytes]) -> list[bool]:
-        out = []
+    def hot(self, windows: list, unicode: bool) -> list[bool]:
+        db, out = (self.db_utf8 if unicode else self.db), []
         found = [False]
 
         def stop(*_a) -> bool:
@@ -80,7 +89,7 @@ class _Hyperscan:
         for w in windows:
             found[0] = False
             try:
-                self.db.scan(w, match_event_handler=stop)
+                db.scan(w, match_event_handler=stop)
             except self.hs.ScanTerminated:
                 found[0] = True
             out.append(found[0])
@@ -93,7 +102,7 @@ class _Polars:
     def __init__(self, exprs: list[tuple[str, bool]]):
         self.rx = "|".join(f"(?m:{rx})" if ml else f"(?:{rx})" for rx, ml in exprs)
 
-    def hot(self, windows: list[bytes]) -> list[bool]:
+    def hot(self, windows: list, unicode: bool) -> list[bool]:
         col = pl.Series("w", [bytes(w) for w in windows], dtype=pl.Binary).cast(pl.String)
         return col.str.contains(self.rx).to_list()
 
@@ -103,7 +112,7 @@ class BlockFilter:
 
     def __init__(self, literals: list[str], regexes: list[str]):
         exprs = [(re.escape(x), False) for x in literals] + [(r, False) for r in regexes]
-        exprs.append((grammar.KEEP_ANCHORED_OR_STRUCT, True))
+        exprs.append((grammar.KEEP_OTHER_OR_STRUCT, True))
         self.engine = None
         choice = _engine_choice()
         if choice in ("auto", "hyperscan"):
@@ -121,8 +130,11 @@ class BlockFilter:
         n = len(chunk)
         if n <= WINDOW:
             return None
-        view = memoryview(chunk)
-        if not _special(chunk) and not self.engine.hot([view])[0]:
+        # a progress bar redrawn with carriage returns: each drawing is matched as a line of its own
+        # (the splitter keeps the last one; a match in it is then a match here, anchors included)
+        text = chunk.replace(b"\r", b"\n") if b"\r" in chunk else chunk
+        view, unicode, special = memoryview(text), not chunk.isascii(), _special(chunk)
+        if not special and not self.engine.hot([view], unicode)[0]:
             return []  # a quiet chunk: one pass of the automaton
         bounds, pos = [], 0
         while pos < n:
@@ -130,15 +142,18 @@ class BlockFilter:
             end = n if end < 0 else end
             bounds.append((pos, end))
             pos = end + 1
-        hot = [_special(chunk[s:e]) for s, e in bounds]
+        hot = [special and _special(chunk, s, e) for s, e in bounds]
         todo = [i for i, h in enumerate(hot) if not h]
-        for i, h in zip(todo, self.engine.hot([view[bounds[i][0]:bounds[i][1]] for i in todo])):
+        for i, h in zip(todo, self.engine.hot([view[bounds[i][0]:bounds[i][1]] for i in todo], unicode)):
             hot[i] = h
-        nhot = sum(hot)
-        if nhot > DENSE * len(hot):
+        # the window before each hot one and the chunk's last window give the timeline its times
+        # (the latest timestamp of each stream before a kept line, and each stream's latest)
+        take = [h or (i + 1 < len(hot) and hot[i + 1]) for i, h in enumerate(hot)]
+        take[-1] = True
+        if sum(take) > DENSE * len(take):
             return None
         out: list[tuple[int, int]] = []
-        for (s, e), h in zip(bounds, hot):
+        for (s, e), h in zip(bounds, take):
             if not h:
                 continue
             for _ in range(2):  # the two lines after the window

@@ -1,0 +1,115 @@
+"""Literal strings a regex's every match must contain, read from its parse tree: the gate that lets
+the scan run a pattern's regex only on the lines holding one of them."""
+from __future__ import annotations
+
+import re
+
+
+_EXPAND = 64  # a finite piece of a regex is spelled out when it has at most this many strings
+
+
+def _finite(op, av) -> set[str] | None:
+    """The strings one parsed regex node matches, when they are few (None: infinite, or too many)."""
+    from re import _constants as C  # noqa: N812
+
+    if op is C.LITERAL:
+        return {chr(av)}
+    if op is C.IN:
+        chars: set[str] = set()
+        for kind, val in av:
+            if kind is C.LITERAL:
+                chars.add(chr(val))
+            elif kind is C.RANGE and val[1] - val[0] < 16:
+                chars |= {chr(c) for c in range(val[0], val[1] + 1)}
+            else:
+                return None  # a negated or large class, or a category such as \s
+        return chars if len(chars) <= 16 else None
+    if op is C.SUBPATTERN and not (av[1] & 2):  # a group without a local (?i:…)
+        return _finite_seq(av[3])
+    if op is C.BRANCH:
+        out: set[str] = set()
+        for branch in av[1]:
+            sub = _finite_seq(branch)
+            if sub is None:
+                return None
+            out |= sub
+        return out if len(out) <= _EXPAND else None
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[1] is not C.MAXREPEAT and av[1] - av[0] <= 3:
+        body = _finite_seq(av[2])
+        if body is None:
+            return None
+        out, power = set(), {""}
+        for k in range(av[1] + 1):
+            if k >= av[0]:
+                out |= power
+            power = {a + b for a in power for b in body}
+            if len(power) > _EXPAND:
+                return None
+        return out if len(out) <= _EXPAND else None
+    return None
+
+
+def _finite_seq(nodes) -> set[str] | None:
+    out = {""}
+    for op, av in nodes:
+        piece = _finite(op, av)
+        if piece is None:
+            return None
+        out = {a + b for a in out for b in piece}
+        if len(out) > _EXPAND:
+            return None
+    return out
+
+
+def _required(nodes) -> set[str] | None:
+    """Literal strings one of which every match of the parsed regex `nodes` contains (None: unknown).
+
+    Consecutive finite pieces are spelled out (`grad norm: (?:nan|inf)` → both full strings), so a
+    gate literal is as specific as the regex allows and common log text does not open the gate."""
+    from re import _constants as C  # noqa: N812
+
+    best: set[str] | None = None
+    run: set[str] = {""}
+
+    def consider(cands):
+        nonlocal best
+        if cands and all(cands) and (best is None or min(map(len, cands)) > min(map(len, best))):
+            best = cands
+
+    def flush():
+        nonlocal run
+        consider(run)
+        run = {""}
+
+    for op, av in nodes:
+        piece = _finite(op, av)
+        if piece is not None and len(run) * len(piece) <= _EXPAND:
+            run = {a + b for a in run for b in piece}
+            continue
+        flush()
+        if piece is not None:  # finite but too many together with the run before it: start afresh
+            run = piece
+            continue
+        if op is C.SUBPATTERN and not (av[1] & 2):
+            consider(_required(av[3]))
+        elif op is C.BRANCH:
+            subs = [_required(b) for b in av[1]]
+            if all(subs):
+                consider(set().union(*subs))
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
+            consider(_required(av[2]))
+    flush()
+    return best
+
+
+def _minimal(literals: set[str]) -> set[str]:
+    """The literals that hold no other one of the set (a line holds one of these iff it holds one of all)."""
+    out: list[str] = []
+    for lit in sorted(literals, key=len):
+        if not any(k in lit for k in out):
+            out.append(lit)
+    return set(out)
+
+
+def _alternation(literals: set[str]) -> str:
+    return "|".join(re.escape(x) for x in sorted(literals, key=lambda x: (-len(x), x)))
