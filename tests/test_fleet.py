@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -223,6 +224,40 @@ def test_prometheus_label_escaping():
          "suspect_nodes": pl.DataFrame(schema={"host": pl.String, "failures": pl.Int64})}
     text = prometheus(t)
     assert 'mdiag_fleet_failures{category="a\\"b\\\\c\\nd"} 1.0' in text
+
+
+def _hostile_tables():
+    return {"summary": {"reports": 3},
+            "by_category": pl.DataFrame({"category": ['a"b\\c\nd', None], "failures": [1, 2], "gpu_hours_lost": [None, 1.5]}),
+            "fingerprints": pl.DataFrame({"fingerprint": ["abc"], "category": ["x"], "pattern": ['p\\q"\n'],
+                                          "failures": [3]}),
+            "suspect_nodes": pl.DataFrame({"host": ['node"1\n'], "failures": [4]})}
+
+
+def test_prometheus_without_prometheus_client_escapes_the_same(tmp_path, monkeypatch):
+    """With prometheus_client absent the text format is written by hand: the same bytes as the client
+    writes, label values escaped (backslash, double quote, newline), and the client's parser reads it back."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from diagnose.fleet.export import text_format, write_prometheus
+
+    t = _hostile_tables()
+    with_client = prometheus(t, now=1.5)
+    assert text_format(t, now=1.5) == with_client
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)  # import prometheus_client now fails
+    without = prometheus(t, now=1.5)
+    assert without == with_client
+    assert 'mdiag_fleet_failures{category="a\\"b\\\\c\\nd"} 1.0' in without
+    assert 'pattern="p\\\\q\\"\\n"' in without and 'host="node\\"1\\n"' in without
+    out = tmp_path / "mdiag.prom"
+    write_prometheus(out, t)
+    monkeypatch.undo()
+    fams = {f.name: f for f in text_string_to_metric_families(out.read_text())}
+    assert {f.type for f in fams.values()} == {"gauge"}
+    hosts = [s.labels["host"] for s in fams["mdiag_fleet_suspect_node_failures"].samples]
+    cats = {s.labels["category"]: s.value for s in fams["mdiag_fleet_failures"].samples}
+    assert hosts == ['node"1\n'] and cats == {'a"b\\c\nd': 1.0, "": 2.0}
+    assert list(tmp_path.iterdir()) == [out]
 
 
 def test_slurm_field_parsing():

@@ -22,54 +22,97 @@ def to_json(tables: dict) -> dict:
     return out
 
 
-def _registry(tables: dict, top: int = 20, now: float | None = None):
-    """The fleet's figures as Prometheus gauges (a snapshot of the reports read, which may go down when
-    reports age out of --since, hence gauges, not counters), in base units: GPU time in GPU-seconds."""
+def _metrics(tables: dict, top: int = 20, now: float | None = None) -> list[tuple[str, str, tuple, list]]:
+    """The fleet's figures as gauges (a snapshot of the reports read, which may go down when reports age
+    out of --since, hence gauges, not counters), in base units: GPU time in GPU-seconds.
+    Each: (name, help, label names, [(label values, value)])."""
     import time
-
-    from prometheus_client import CollectorRegistry, Gauge
-
-    reg = CollectorRegistry()
-
-    def gauge(name, doc, labels=()):
-        return Gauge(name, doc, list(labels), registry=reg)
 
     def lbl(v) -> str:
         return "" if v is None else str(v)
 
-    gauge("mdiag_fleet_reports", "mdiag reports read by mdiag fleet.").set(tables["summary"]["reports"])
-    failures = gauge("mdiag_fleet_failures", "Failed jobs by root-cause category.", ["category"])
-    lost = gauge("mdiag_fleet_gpu_time_lost_seconds",
-                 "GPU time of failed jobs (elapsed seconds x GPUs) by root-cause category.", ["category"])
-    for r in tables["by_category"].iter_rows(named=True):
-        failures.labels(lbl(r["category"])).set(r["failures"])
-        lost.labels(lbl(r["category"])).set(float(r.get("gpu_hours_lost") or 0.0) * 3600)
-    fps = gauge("mdiag_fleet_fingerprint_failures", "Failed jobs per root-cause fingerprint (the most frequent).",
-                ["fingerprint", "category", "pattern"])
-    for r in tables["fingerprints"].head(top).iter_rows(named=True):
-        fps.labels(lbl(r["fingerprint"]), lbl(r["category"]), lbl(r["pattern"])).set(r["failures"])
-    gauge("mdiag_fleet_suspect_nodes", "Hosts that are the root-cause host of failed jobs more often than chance."
-          ).set(tables["suspect_nodes"].height)
-    per_node = gauge("mdiag_fleet_suspect_node_failures", "Failed jobs whose root cause was on this suspect node.",
-                     ["host"])
-    for r in tables["suspect_nodes"].iter_rows(named=True):
-        per_node.labels(lbl(r["host"])).set(r["failures"])
-    gauge("mdiag_fleet_last_run_timestamp_seconds", "When mdiag fleet wrote these figures (Unix time)."
-          ).set(time.time() if now is None else now)
+    out = [("mdiag_fleet_reports", "mdiag reports read by mdiag fleet.", (), [((), tables["summary"]["reports"])])]
+    cats = list(tables["by_category"].iter_rows(named=True))
+    out.append(("mdiag_fleet_failures", "Failed jobs by root-cause category.", ("category",),
+                [((lbl(r["category"]),), r["failures"]) for r in cats]))
+    out.append(("mdiag_fleet_gpu_time_lost_seconds",
+                "GPU time of failed jobs (elapsed seconds x GPUs) by root-cause category.", ("category",),
+                [((lbl(r["category"]),), float(r.get("gpu_hours_lost") or 0.0) * 3600) for r in cats]))
+    out.append(("mdiag_fleet_fingerprint_failures", "Failed jobs per root-cause fingerprint (the most frequent).",
+                ("fingerprint", "category", "pattern"),
+                [((lbl(r["fingerprint"]), lbl(r["category"]), lbl(r["pattern"])), r["failures"])
+                 for r in tables["fingerprints"].head(top).iter_rows(named=True)]))
+    out.append(("mdiag_fleet_suspect_nodes", "Hosts that are the root-cause host of failed jobs more often than chance.",
+                (), [((), tables["suspect_nodes"].height)]))
+    out.append(("mdiag_fleet_suspect_node_failures", "Failed jobs whose root cause was on this suspect node.",
+                ("host",), [((lbl(r["host"]),), r["failures"]) for r in tables["suspect_nodes"].iter_rows(named=True)]))
+    out.append(("mdiag_fleet_last_run_timestamp_seconds", "When mdiag fleet wrote these figures (Unix time).", (),
+                [((), time.time() if now is None else now)]))
+    return out
+
+
+def _registry(tables: dict, top: int = 20, now: float | None = None):
+    """The gauges in a prometheus_client registry."""
+    from prometheus_client import CollectorRegistry, Gauge
+
+    reg = CollectorRegistry()
+    for name, doc, labels, samples in _metrics(tables, top, now):
+        g = Gauge(name, doc, list(labels), registry=reg)
+        for values, value in samples:
+            (g.labels(*values) if labels else g).set(value)
     return reg
 
 
-def prometheus(tables: dict, top: int = 20, now: float | None = None) -> str:
-    """The Prometheus text exposition format."""
-    from prometheus_client import generate_latest
+def _escape_label(v: str) -> str:
+    """A label value in the text exposition format: backslash, double quote and newline escaped."""
+    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
+
+def _escape_help(v: str) -> str:
+    return v.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _number(x) -> str:
+    x = float(x)
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "+Inf" if x > 0 else "-Inf"
+    return repr(x)
+
+
+def text_format(tables: dict, top: int = 20, now: float | None = None) -> str:
+    """The Prometheus text exposition format (0.0.4) written without prometheus_client: what its
+    generate_latest writes for the same gauges, label values escaped the same way."""
+    lines = []
+    for name, doc, labels, samples in _metrics(tables, top, now):
+        lines += [f"# HELP {name} {_escape_help(doc)}", f"# TYPE {name} gauge"]
+        if not labels and not samples:
+            samples = [((), 0.0)]
+        for values, value in samples:
+            tags = ",".join(f'{k}="{_escape_label(v)}"' for k, v in sorted(zip(labels, values)))
+            lines.append(f"{name}{{{tags}}} {_number(value)}" if labels else f"{name} {_number(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def prometheus(tables: dict, top: int = 20, now: float | None = None) -> str:
+    """The Prometheus text exposition format (through prometheus_client when it is installed)."""
+    try:
+        from prometheus_client import generate_latest
+    except ImportError:
+        return text_format(tables, top, now)
     return generate_latest(_registry(tables, top, now)).decode("utf-8")
 
 
 def write_prometheus(path: str | os.PathLike, tables: dict, top: int = 20) -> None:
     """For node_exporter's textfile collector: written to a temporary file and renamed (atomic)."""
-    from prometheus_client import write_to_textfile
+    try:
+        from prometheus_client import write_to_textfile
+    except ImportError:
+        from diagnose.render.outputs import write_text_atomic
 
+        write_text_atomic(path, text_format(tables, top), mode=0o644)
+        return
     write_to_textfile(str(path), _registry(tables, top))
 
 
