@@ -5,7 +5,8 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from diagnose.fleet.tables import TABLES
+from diagnose.fleet.suspects import list_text
+from diagnose.fleet.tables import TABLES, rfc3339
 
 
 def to_json(tables: dict) -> dict:
@@ -15,7 +16,7 @@ def to_json(tables: dict) -> dict:
         for row in rows:
             for k, v in row.items():
                 if isinstance(v, datetime):
-                    row[k] = v.isoformat()
+                    row[k] = rfc3339(v)
                 elif isinstance(v, float):
                     row[k] = round(v, 4) if k != "p_value" else float(f"{v:.3g}")
         out[name] = rows
@@ -120,25 +121,48 @@ FORMULA_START = r"^[=+\-@\t\r]"  # what a spreadsheet may run as a formula (OWAS
 
 
 def defuse(df):
-    """Text cells a spreadsheet would read as a formula get a leading `'` (OWASP's rule)."""
+    """Text cells (and the text items of list cells) a spreadsheet would read as a formula get a leading `'`
+    (OWASP's rule)."""
     import polars as pl
 
+    def safe(e):
+        return pl.when(e.str.contains(FORMULA_START)).then(pl.lit("'") + e).otherwise(e)
+
     text = [c for c, t in df.schema.items() if t == pl.String]
+    lists = [c for c, t in df.schema.items() if t == pl.List(pl.String)]
+    return df.with_columns([safe(pl.col(c)).alias(c) for c in text]
+                           + [pl.col(c).list.eval(safe(pl.element())).alias(c) for c in lists])
+
+
+def _utc(df):
+    """Time columns (UTC held without tzinfo) marked as UTC, so files carry the offset."""
+    import polars as pl
+
+    return df.with_columns(pl.col(c).dt.replace_time_zone("UTC") for c, t in df.schema.items()
+                           if isinstance(t, pl.Datetime) and t.time_zone is None)
+
+
+def _joined(df):
+    """List columns as their joined text (CSV has no lists)."""
+    import polars as pl
+
+    lists = [c for c, t in df.schema.items() if isinstance(t, pl.List)]
     return df.with_columns(
-        pl.when(pl.col(c).str.contains(FORMULA_START)).then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c)
-        for c in text
-    )
+        pl.Series(c, [list_text(v) for v in df[c].to_list()], dtype=pl.String) for c in lists
+    ) if lists else df
 
 
 def export(tables: dict, folder: str, fmt: str) -> list[Path]:
+    """Each table as DIR/<table>.csv or .parquet.  Times are UTC with their offset (CSV: RFC 3339, Parquet:
+    timestamps in UTC); `times_assumed_utc` says where a report's time had none."""
     d = Path(folder)
     d.mkdir(parents=True, exist_ok=True)
     out = []
     for name in TABLES:
         p = d / f"{name}.{fmt}"
         if fmt == "csv":
-            defuse(tables[name]).write_csv(p)
+            _utc(defuse(_joined(tables[name]))).write_csv(p, datetime_format="%Y-%m-%dT%H:%M:%S%.f%:z")
         else:
-            defuse(tables[name]).write_parquet(p)
+            _utc(defuse(tables[name])).write_parquet(p)
         out.append(p)
     return out
