@@ -115,6 +115,8 @@ class RankSummary:
     last_time: datetime | None = None
     first_error_time: datetime | None = None
     category: str | None = None
+    last_line: Evidence | None = None  # the rank's own last line in the logs (a straggler's shows where it stopped)
+    last_message: str | None = None  # that line's message
 
 
 @dataclass
