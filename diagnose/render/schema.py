@@ -118,6 +118,12 @@ def _nullable(s: dict) -> dict:
     return {"anyOf": [s, {"type": "null"}]}
 
 
+def _accepts_null(s: dict) -> bool:
+    types_ = s.get("type")
+    return ({"type": "null"} in s.get("anyOf", []) or types_ == "null"
+            or (isinstance(types_, list) and "null" in types_) or None in s.get("enum", []))
+
+
 def _merge(base: dict, extra: dict) -> dict:
     """A field's schema with the keywords REFINE or its metadata add (on the non-null branch)."""
     if not extra:
@@ -126,11 +132,8 @@ def _merge(base: dict, extra: dict) -> dict:
         extra = dict(extra)
         text = extra.pop("description")
         return {**_merge(base, extra), "description": text}
-    if "$ref" in extra or "enum" in extra:  # replaces the type
-        nullable = base.get("anyOf", [{}])[-1] == {"type": "null"} or "null" in base.get("type", []) \
-            or None in base.get("enum", [])
-        s = {k: v for k, v in extra.items()}
-        return _nullable(s) if nullable and None not in s.get("enum", []) else s
+    if "$ref" in extra or "enum" in extra:  # replaces the type, and keeps it nullable if it was
+        return _nullable(dict(extra)) if _accepts_null(base) and None not in extra.get("enum", []) else dict(extra)
     if "anyOf" in base:
         return {"anyOf": [{**base["anyOf"][0], **extra}, *base["anyOf"][1:]]}
     return {**base, **extra}
