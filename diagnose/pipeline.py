@@ -58,7 +58,7 @@ def diagnose(
         status="failed" if root else "no_failure_found",
         root_cause=root,
         symptoms=choose.symptoms(events, root_ev, same, by_id),
-        ranks=choose.rank_summaries(df, events, ctx),
+        ranks=choose.rank_summaries(df, events, ctx, sources),
         sources=sources,
         job=job,
         warnings=warnings,

@@ -4,8 +4,9 @@ from __future__ import annotations
 import copy
 import json
 import random
+import sys
 import time
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
@@ -124,8 +125,8 @@ def test_suspect_nodes_finds_the_planted_hosts(fleet_dir):
     assert sorted(sus["host"].to_list()) == ["node007", "node013"]
     n13 = sus.filter(pl.col("host") == "node013").row(0, named=True)
     assert n13["failures"] == 4 and n13["hw_failures"] == 4 and "nccl" in n13["reason"]
-    assert n13["categories"] == "nccl×4"
-    assert len(n13["jobs"].split(", ")) == 4
+    assert n13["categories"] == [{"category": "nccl", "failures": 4}]
+    assert len(n13["jobs"]) == 4
     n07 = sus.filter(pl.col("host") == "node007").row(0, named=True)
     assert n07["failures"] == 7 and n07["hw_failures"] == 0 and "fleet mean" in n07["reason"]
     assert n07["p_value"] < 0.01 / 100
@@ -225,6 +226,40 @@ def test_prometheus_label_escaping():
     assert 'mdiag_fleet_failures{category="a\\"b\\\\c\\nd"} 1.0' in text
 
 
+def _hostile_tables():
+    return {"summary": {"reports": 3},
+            "by_category": pl.DataFrame({"category": ['a"b\\c\nd', None], "failures": [1, 2], "gpu_hours_lost": [None, 1.5]}),
+            "fingerprints": pl.DataFrame({"fingerprint": ["abc"], "category": ["x"], "pattern": ['p\\q"\n'],
+                                          "failures": [3]}),
+            "suspect_nodes": pl.DataFrame({"host": ['node"1\n'], "failures": [4]})}
+
+
+def test_prometheus_without_prometheus_client_escapes_the_same(tmp_path, monkeypatch):
+    """With prometheus_client absent the text format is written by hand: the same bytes as the client
+    writes, label values escaped (backslash, double quote, newline), and the client's parser reads it back."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from diagnose.fleet.export import text_format, write_prometheus
+
+    t = _hostile_tables()
+    with_client = prometheus(t, now=1.5)
+    assert text_format(t, now=1.5) == with_client
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)  # import prometheus_client now fails
+    without = prometheus(t, now=1.5)
+    assert without == with_client
+    assert 'mdiag_fleet_failures{category="a\\"b\\\\c\\nd"} 1.0' in without
+    assert 'pattern="p\\\\q\\"\\n"' in without and 'host="node\\"1\\n"' in without
+    out = tmp_path / "mdiag.prom"
+    write_prometheus(out, t)
+    monkeypatch.undo()
+    fams = {f.name: f for f in text_string_to_metric_families(out.read_text())}
+    assert {f.type for f in fams.values()} == {"gauge"}
+    hosts = [s.labels["host"] for s in fams["mdiag_fleet_suspect_node_failures"].samples]
+    cats = {s.labels["category"]: s.value for s in fams["mdiag_fleet_failures"].samples}
+    assert hosts == ['node"1\n'] and cats == {'a"b\\c\nd': 1.0, "": 2.0}
+    assert list(tmp_path.iterdir()) == [out]
+
+
 def test_slurm_field_parsing():
     assert parse_elapsed("1-02:03:04") == 86400 + 7384
     assert parse_elapsed("02:00:00") == 7200 and parse_elapsed("05:30") == 330 and parse_elapsed("90") == 90
@@ -284,8 +319,67 @@ def test_failures_without_a_time_are_an_unknown_week(base):
     docs = [synth(base["megatron-1234.err"], f"j{i}", "n1",
                   T0 + timedelta(days=7 * i), ["n1"]) for i in range(2)]
     docs[1][0]["root_cause"]["time"] = None
-    weeks = dict(summarize(prepare(_frame(docs)))["by_week"].select("week", "failures").iter_rows())
+    t = summarize(prepare(_frame(docs)))
+    weeks = dict(t["by_week"].select("week", "failures").iter_rows())
     assert weeks == {"2026-W47": 1, "unknown": 1}
+    assert t["summary"]["failures_without_time"] == 1
+    doc = to_json(t)
+    assert {w["week"]: w["failures"] for w in doc["by_week"]} == weeks  # in every export, not dropped
+
+
+def test_fleet_times_carry_their_offset_and_say_when_it_was_assumed(tmp_path, base):
+    """Reports' times are read with their offset (converted to UTC); exports write RFC 3339 / UTC
+    timestamps; times_assumed_utc marks groups whose reports gave no offset."""
+    docs = [synth(base["hang-rank1.log"], f"j{i}", "n1", T0, ["n1"]) for i in range(3)]
+    docs[0][0]["root_cause"]["time"] = "2026-11-23T01:00:00+02:00"  # Sunday 23:00 UTC: week 47, not 48
+    docs[1][0]["root_cause"]["time"] = "2026-11-17T10:00:00+00:00"
+    docs[2][0]["root_cause"]["time"] = "2026-11-24T10:00:00"  # no offset: taken as UTC, and said so
+    t = summarize(prepare(_frame(docs)))
+    weeks = {r["week"]: r for r in t["by_week"].iter_rows(named=True)}
+    assert {w: r["failures"] for w, r in weeks.items()} == {"2026-W47": 2, "2026-W48": 1}
+    assert weeks["2026-W47"]["times_assumed_utc"] is False and weeks["2026-W48"]["times_assumed_utc"] is True
+    doc = to_json(t)
+    assert doc["summary"]["first"] == "2026-11-17T10:00:00+00:00" and doc["summary"]["times_assumed_utc"] is True
+    fp = doc["fingerprints"][0]
+    assert fp["first_seen"] == "2026-11-17T10:00:00+00:00" and fp["times_assumed_utc"] is True
+    from diagnose.fleet import export
+
+    export(t, tmp_path / "csv", "csv")
+    export(t, tmp_path / "pq", "parquet")
+    csv = (tmp_path / "csv" / "fingerprints.csv").read_text()
+    assert ",2026-11-17T10:00:00+00:00,2026-11-24T10:00:00+00:00," in csv
+    pq = pl.read_parquet(tmp_path / "pq" / "fingerprints.parquet")
+    assert pq.schema["first_seen"] == pl.Datetime("us", "UTC")
+    assert pq["last_seen"][0] == datetime(2026, 11, 24, 10, 0, tzinfo=timezone.utc)
+    r = CliRunner().invoke(main, ["fleet", "--json", "--since", "2026-11-23T00:30:00+02:00", str(_write_docs(tmp_path, docs))])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["summary"]["failures"] == 2  # 23:00 UTC on the 22nd is after 00:30+02:00 on the 23rd
+
+
+def _write_docs(tmp_path, docs) -> Path:
+    d = tmp_path / "reports"
+    d.mkdir()
+    for doc, job in docs:
+        (d / f"{job}.json").write_text(json.dumps(doc))
+    return d
+
+
+def test_list_columns_are_lists_in_parquet_and_json_joined_in_csv(tmp_path, fleet_dir):
+    from diagnose.fleet import export
+
+    t = _tables([fleet_dir])
+    export(t, tmp_path / "csv", "csv")
+    export(t, tmp_path / "pq", "parquet")
+    pq = pl.read_parquet(tmp_path / "pq" / "suspect_nodes.parquet")
+    assert pq.schema["jobs"] == pl.List(pl.String)
+    assert pq.schema["categories"] == pl.List(pl.Struct({"category": pl.String, "failures": pl.Int64}))
+    n13 = pq.filter(pl.col("host") == "node013").row(0, named=True)
+    assert n13["categories"] == [{"category": "nccl", "failures": 4}] and len(n13["jobs"]) == 4
+    csv = pl.read_csv(tmp_path / "csv" / "suspect_nodes.csv")
+    c13 = csv.filter(pl.col("host") == "node013").row(0, named=True)
+    assert c13["categories"] == "nccl×4" and c13["jobs"] == ", ".join(n13["jobs"])
+    j13 = next(r for r in to_json(t)["suspect_nodes"] if r["host"] == "node013")
+    assert j13["categories"] == n13["categories"] and j13["jobs"] == n13["jobs"]
 
 
 def test_csv_and_parquet_cells_cannot_start_a_formula(tmp_path, base):

@@ -72,6 +72,28 @@ def test_markdown_hang_names_the_straggler_not_the_reporter():
     assert "rank 0's traceback (the report of the timeout, not its cause)" in md
 
 
+def test_markdown_hang_shows_the_stragglers_own_last_line(tmp_path):
+    lines = (SAMPLES / "hang-rank1.log").read_text().splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if "iteration        2/" in line) + 1
+    lines.insert(at, "[rank1]: [2026-12-02 14:28:29] entering the data loader for iteration 3\n")
+    log = tmp_path / "hang.log"
+    log.write_text("".join(lines))
+    r = CliRunner().invoke(main, ["--format", "markdown", str(log)])
+    top = r.output.split("<details>")[0]
+    assert f"Rank 1's own last line: `{log}:{at + 1}` `entering the data loader for iteration 3`" in top, top
+    doc = json.loads(CliRunner().invoke(main, ["--json", str(log)]).output)
+    k1 = next(k for k in doc["ranks"] if k["rank"] == 1)
+    assert k1["last_line"] == {"file": str(log), "line": at + 1}
+    assert k1["last_message"] == "entering the data loader for iteration 3"
+    k0 = next(k for k in doc["ranks"] if k["rank"] == 0)
+    assert k0["last_line"] == doc["root_cause"]["evidence"]  # rank 0's last word is its timeout
+
+
+def test_markdown_hang_says_when_the_straggler_printed_nothing_of_its_own():
+    md = CliRunner().invoke(main, ["--format", "markdown", str(SAMPLES / "hang-rank1.log")]).output
+    assert "Rank 1's own last line: none in these logs" in md.split("<details>")[0]
+
+
 def test_markdown_pings_links_and_references_nothing():
     e = esc("ping @alice, fixes #123 and org/repo#9; see https://x.io/a?b=1. www.foo.com, GH-7")
     for active in ("@alice", "#123", "org/repo#9", "https://x.io/a?b=1", "www.foo.com", "GH-7"):

@@ -243,6 +243,17 @@ def test_epilog_needs_absolute_paths():
     assert r.exit_code == 2 and "absolute" in r.stderr
 
 
+def test_the_library_refuses_with_an_exception_not_an_exit():
+    """diagnose.slurm.hook raises HookError (a ValueError); only the command (diagnose/cli/hook.py) prints
+    and exits."""
+    for call in (lambda: hook_mod.snippet(out="a\nb"), lambda: hook_mod.dependent(jsonl="x\x1b"),
+                 lambda: hook_mod.epilog(out="relative")):
+        with pytest.raises(ValueError) as exc:
+            call()
+        assert isinstance(exc.value, hook_mod.HookError)
+    assert "chmod 0755 /etc/slurm/epilog.d/mdiag.sh" in hook_mod.install_lines()
+
+
 # ---------------------------------------------------------------- the trap's messages per exit code
 
 

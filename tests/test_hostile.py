@@ -424,6 +424,29 @@ def test_timeout_on_a_big_file_stops_between_chunks(tmp_path, monkeypatch):
     assert d.root_cause.message == "RuntimeError: the real failure"
 
 
+def test_timeout_bounds_a_big_gzipped_log(tmp_path, validate):
+    """A .gz log that decompresses to ~1.2 GB (a few MB on disk, many gzip members) is read only until
+    --timeout: the report comes back within the bound, marked partial, with what was read."""
+    p = tmp_path / "big.log.gz"
+    member = gzip.compress(b"[rank0]: iteration 1 | loss 2.0 | 2026-12-01 10:00:00\n" * 40_000)
+    with open(p, "wb") as f:
+        f.write(gzip.compress(TB.encode()))
+        for _ in range(600):  # 24 M lines: far more than a second's reading
+            f.write(member)
+    t0 = time.monotonic()
+    d = diagnose([p], timeout=1)
+    took = time.monotonic() - t0
+    assert took < 15, took
+    assert d.partial and 0 < d.sources[0].lines < 24_000_000
+    assert any("big.log.gz: read stopped after" in w and "--timeout 1 s reached" in w for w in d.warnings)
+    assert d.root_cause.message == "RuntimeError: the real failure"
+    t0 = time.monotonic()
+    res = run("--json", "--timeout", "1", p)
+    assert time.monotonic() - t0 < 15 and res.exit_code == 1, res.output
+    doc = validate(json.loads(res.stdout))
+    assert doc["partial"] is True and doc["root_cause"]["message"] == "RuntimeError: the real failure"
+
+
 def test_real_timeout_fires(tmp_path, validate):
     (tmp_path / "a.log").write_text(TB)
     d = diagnose([tmp_path / "a.log"], timeout=1e-9)

@@ -45,3 +45,16 @@ def test_imports_only_run_down_the_pipeline():
 def test_every_folder_says_what_it_offers():
     for init in PKG.rglob("__init__.py"):
         assert ast.get_docstring(ast.parse(init.read_text())), init
+
+
+def test_only_the_command_line_uses_click():
+    """The library raises and returns; parsing options and printing belong to diagnose/cli/."""
+    wrong = []
+    for path in sorted(PKG.rglob("*.py")):
+        if path.relative_to(PKG).parts[0] == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            wrong += [f"{path.relative_to(PKG.parent)}:{node.lineno}" for n in names if n.split(".")[0] == "click"]
+    assert wrong == []

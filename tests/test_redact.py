@@ -230,3 +230,48 @@ def test_no_secret_in_any_output(tmp_path):
     for out in outs:
         for s in secrets:
             assert s[8:] not in out, (s, out[:2000])
+
+
+# ---------------------------------------------------------------- ordinary names are not secrets
+
+BARRIER = ("Timed out initializing process group in store based barrier on rank: 0, for key: "
+           "store_based_barrier_key:1 (world_size=16, worker_count=8, timeout=0:30:00)")
+
+
+@pytest.mark.parametrize("line", [
+    BARRIER,
+    "KeyError: key: model.layers.0.weight",
+    "sort_key=length cache_key: decoder.layers.11.self_attention pad_token=0 eos_token: 50256",
+    "token: <pad> key=DistStoreError primary_key = 12345678",
+    "[rank3]: RuntimeError: Timed out waiting for key: default_pg/0//cuda//12 in the store",
+])
+def test_names_and_numbers_after_key_or_token_survive(line):
+    assert redact_text(line) == line
+    assert redact({"w": [line]})["w"][0] == line
+
+
+@pytest.mark.parametrize("line,secret", [
+    ("for key: " + _fill(24), _fill(24)),                      # a key that looks random: still a secret
+    ("cache_key=Ab3dE5gH7jK9", "Ab3dE5gH7jK9"),                # letters and digits, 8 or more
+    ("token=" + "0a1b2c3d4e" * 3, "0a1b2c3d4e" * 3),
+    ("pad_token=" + FAKES["huggingface"], FAKES["huggingface"][3:]),  # a known token shape under any name
+    ("api_key: hello-world", "hello-world"),                  # a name that is always a secret: any value
+    ("DB_PASSWORD=correcthorse", "correcthorse"),
+])
+def test_values_that_look_like_secrets_are_still_redacted(line, secret):
+    out = redact_text(line)
+    assert secret not in out and MARK in out, out
+
+
+def test_dict_values_under_ordinary_looking_keys():
+    doc = {"job": {"store_based_barrier_key": "store_based_barrier_key:1", "sort_key": "length",
+                   "cache_key": ["Ab3dE5gH7jK9", "seq_len"], "api_key": "abc"}}
+    assert redact(doc)["job"] == {"store_based_barrier_key": "store_based_barrier_key:1", "sort_key": "length",
+                                  "cache_key": [MARK, "seq_len"], "api_key": MARK}
+
+
+def test_barrier_timeout_evidence_survives_in_the_report(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text(f"[rank0]: RuntimeError: {BARRIER}\n")
+    r = CliRunner().invoke(main, ["--json", str(log)])
+    assert "store_based_barrier_key:1" in r.stdout and MARK not in r.stdout, r.stdout

@@ -80,7 +80,8 @@ def test_without_slurm_commands_warns_once_and_reads_files(tmp_path, monkeypatch
     sample = Path(__file__).resolve().parents[1] / "sample_logs" / "shape-rank2.log"
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "gpt-777.err").write_text(sample.read_text())
-    env = {"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path)}
+    env = {"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}  # this checkout, not an installed mdiag
     r = subprocess.run([sys.executable, "-m", "diagnose.cli.main", "--json", "777"], cwd=tmp_path, env=env,
                        capture_output=True, text=True)
     assert r.returncode == 1, r.stderr

@@ -11,7 +11,7 @@ import regex
 
 from diagnose.analyze.context import JobContext
 from diagnose.analyze.label import GENERIC, _PEER_GONE, _TIMEOUTS, _WAITED
-from diagnose.model import Event, Frame, RankSummary, RootCause, Symptom
+from diagnose.model import Event, Evidence, Frame, RankSummary, RootCause, Symptom
 from diagnose.patterns.library import Pattern
 
 
@@ -215,14 +215,20 @@ def symptoms(events: list[Event], root: Event | None, same: list[Event], pattern
     return out
 
 
-def rank_summaries(df: pl.DataFrame, events: list[Event], ctx: JobContext) -> list[RankSummary]:
+def rank_summaries(df: pl.DataFrame, events: list[Event], ctx: JobContext, sources=()) -> list[RankSummary]:
+    display = {s.index: s.display for s in sources}
     per = (
         df.filter(pl.col("rank").is_not_null())
-        .group_by("rank")
-        .agg(pl.col("host").drop_nulls().first(), pl.col("time").max().alias("last_time"))
+        .sort("order_time", "src", "lineno", nulls_last=False)
+        .group_by("rank", maintain_order=True)
+        .agg(pl.col("host").drop_nulls().first(), pl.col("time").max().alias("last_time"),
+             pl.col("src").last(), pl.col("lineno").last(), pl.col("msg").last())
         .sort("rank")
     )
-    out = {r: RankSummary(rank=r, host=h or ctx.rank_host.get(r), last_time=t) for r, h, t in per.iter_rows()}
+    out = {r: RankSummary(rank=r, host=h or ctx.rank_host.get(r), last_time=t,
+                          last_line=Evidence(display[src], line) if src in display else None,
+                          last_message=msg.strip() if src in display else None)
+           for r, h, t, src, line, msg in per.iter_rows()}
     for e in sorted(events, key=lambda e: e.order):
         if e.rank is None or e.role == "context":
             continue

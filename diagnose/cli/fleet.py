@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 import click
 
@@ -20,8 +20,8 @@ def _date(value: str | None, end: bool = False) -> datetime | None:
         t = datetime.fromisoformat(value)
     except ValueError:
         raise click.BadParameter(f"not a date: {value!r} (use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS)")
-    if t.tzinfo is not None:
-        t = t.replace(tzinfo=None)
+    if t.tzinfo is not None:  # the fleet's clock is UTC
+        t = t.astimezone(timezone.utc).replace(tzinfo=None)
     if end and len(value) <= 10:
         t += timedelta(days=1)  # --until 2026-12-02 includes that day
     return t

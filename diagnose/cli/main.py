@@ -41,7 +41,7 @@ Exit status:
 # Subcommands live in their own modules and are imported only when used (keeps `mdiag` start-up fast).
 SUBCOMMANDS = {
     "patterns": ("diagnose.cli.patterns", "patterns"),
-    "hook": ("diagnose.slurm.hook", "hook"),
+    "hook": ("diagnose.cli.hook", "hook"),
     "fleet": ("diagnose.cli.fleet", "fleet"),
 }
 

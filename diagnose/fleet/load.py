@@ -41,6 +41,27 @@ def _schema():
     }
 
 
+# an RFC 3339 time's offset (`Z`, `+01:00`); SLURM's End/Start and reports written before times had one carry none
+_OFFSET = r"(?:[Zz]|[+-]\d\d:?\d\d)$"
+
+
+def _utc(text):
+    """A report's time as UTC (without tzinfo, one clock for the fleet): converted by its offset when it has
+    one, else taken as UTC (what the report then says with times_assumed_utc)."""
+    import polars as pl
+
+    aware = text.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%#z", strict=False, time_zone="UTC").dt.replace_time_zone(None)
+    naive = text.str.slice(0, 19).str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
+    return pl.when(text.str.contains(_OFFSET)).then(aware).otherwise(naive).cast(pl.Datetime("us"))
+
+
+def _no_offset(text):
+    """Whether the time was taken as UTC for want of an offset (null where there is no time)."""
+    import polars as pl
+
+    return pl.when(_utc(text).is_not_null()).then(~text.str.contains(_OFFSET))
+
+
 def _flatten(lf, source: str, jsonl: bool):
     """Nested report columns → one flat row per report."""
     import polars as pl
@@ -66,8 +87,8 @@ def _flatten(lf, source: str, jsonl: bool):
         rc.struct.field("fingerprint").alias("fingerprint"),
         rc.struct.field("message").alias("_message"),
         rc.struct.field("frames").alias("_frames"),
-        pl.coalesce(t, sl("end"), sl("start")).str.slice(0, 19)
-        .str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False).alias("time"),
+        _utc(pl.coalesce(t, sl("end"), sl("start"))).alias("time"),
+        _no_offset(pl.coalesce(t, sl("end"), sl("start"))).alias("time_assumed_utc"),
         sl("elapsed").alias("_elapsed"),
         sl("nnodes").alias("_nnodes"),
         sl("node_list").alias("_nodelist"),

@@ -3,10 +3,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from diagnose.fleet.suspects import list_text
+
 
 def _fmt(v, col: str = "") -> str:
     if v is None:
         return "-"
+    if isinstance(v, list):
+        return list_text(v, most=20) or "-"
     if isinstance(v, datetime):
         return v.strftime("%Y-%m-%d")
     if isinstance(v, float):

@@ -1,5 +1,8 @@
 """Suspect nodes: hosts that are the root-cause host of failed jobs more often than chance would give.
 
+`categories` (category and failures) and `jobs` are list columns: lists in JSON and Parquet, joined text
+in CSV and the terminal (`list_text`).
+
 A host is *suspect* when:
 
 * hardware rule: it is the root-cause host in >= 3 failures of the categories `cuda` or `nccl`
@@ -49,7 +52,8 @@ def suspect_nodes(df, fails):
         .group_by("host")
         .agg(pl.len().alias("failures"), pl.col("category").is_in(HW_CATEGORIES).sum().alias("hw_failures"),
              pl.col("category").alias("_cats"), pl.col("job_id").alias("jobs"),
-             pl.col("time").min().alias("first_seen"), pl.col("time").max().alias("last_seen"))
+             pl.col("time").min().alias("first_seen"), pl.col("time").max().alias("last_seen"),
+             pl.col("time_assumed_utc").fill_null(False).any().alias("times_assumed_utc"))
     )
     rows = []
     for r in per.iter_rows(named=True):
@@ -66,12 +70,24 @@ def suspect_nodes(df, fails):
             cats[c or "unknown"] = cats.get(c or "unknown", 0) + 1
         rows.append({
             "host": r["host"], "failures": r["failures"], "hw_failures": r["hw_failures"],
-            "categories": ", ".join(f"{c}×{n}" for c, n in sorted(cats.items(), key=lambda x: (-x[1], x[0]))),
+            "categories": [{"category": c, "failures": n} for c, n in sorted(cats.items(), key=lambda x: (-x[1], x[0]))],
             "p_value": p, "first_seen": r["first_seen"], "last_seen": r["last_seen"],
-            "jobs": ", ".join(map(str, r["jobs"][:20])) + (f", … ({len(r['jobs'])})" if len(r["jobs"]) > 20 else ""),
-            "reason": "; ".join(reasons),
+            "jobs": [str(j) for j in r["jobs"]],
+            "reason": "; ".join(reasons), "times_assumed_utc": r["times_assumed_utc"],
         })
-    schema = {"host": pl.String, "failures": pl.Int64, "hw_failures": pl.Int64, "categories": pl.String,
+    schema = {"host": pl.String, "failures": pl.Int64, "hw_failures": pl.Int64,
+              "categories": pl.List(pl.Struct({"category": pl.String, "failures": pl.Int64})),
               "p_value": pl.Float64, "first_seen": pl.Datetime("us"), "last_seen": pl.Datetime("us"),
-              "jobs": pl.String, "reason": pl.String}
+              "jobs": pl.List(pl.String), "reason": pl.String, "times_assumed_utc": pl.Boolean}
     return pl.DataFrame(rows, schema=schema).sort(["failures", "host"], descending=[True, False])
+
+
+def list_text(value, most: int | None = None) -> str:
+    """A list cell in its joined form (CSV, the terminal): `cuda×3, nccl×1` for categories, `a, b` for jobs;
+    with `most`, the first `most` items and the count."""
+    if value is None:
+        return ""
+    items = [f"{v['category']}×{v['failures']}" if isinstance(v, dict) else str(v) for v in value]
+    if most is not None and len(items) > most:
+        return ", ".join(items[:most]) + f", … ({len(items)})"
+    return ", ".join(items)

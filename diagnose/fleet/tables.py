@@ -9,11 +9,16 @@ without that are counted as failures but add no GPU-hours.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 
 from diagnose.fleet.suspects import ALPHA, HW_CATEGORIES, HW_THRESHOLD, MIN_COUNT, suspect_nodes
 
 TABLES = ("by_category", "by_week", "fingerprints", "suspect_nodes")
+
+
+def rfc3339(t: datetime) -> str:
+    """A fleet time (UTC, held without tzinfo) as RFC 3339 with its offset."""
+    return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).isoformat()
 
 
 def parse_elapsed(s: str | None) -> float | None:
@@ -97,6 +102,13 @@ def _gpu_sum():
     return pl.when(g.is_not_null().any()).then(g.sum()).otherwise(None).alias("gpu_hours_lost")
 
 
+def _assumed():
+    """Whether a group's times include one its report gave without a UTC offset (taken as UTC)."""
+    import polars as pl
+
+    return pl.col("time_assumed_utc").fill_null(False).any().alias("times_assumed_utc")
+
+
 def summarize(df, since: datetime | None = None, until: datetime | None = None, top: int = 10) -> dict:
     """All tables as polars frames plus a summary dict."""
     import polars as pl
@@ -118,7 +130,8 @@ def summarize(df, since: datetime | None = None, until: datetime | None = None, 
         fails.with_columns(pl.col("week").fill_null("unknown"))  # failures without a time still count
         .group_by("week")
         .agg(pl.len().alias("failures"), _gpu_sum(),
-             pl.col("category").fill_null("unknown").mode().sort().first().alias("top_category"))
+             pl.col("category").fill_null("unknown").mode().sort().first().alias("top_category"),
+             _assumed())
         .sort("week")
     )
     fingerprints = (
@@ -128,7 +141,7 @@ def summarize(df, since: datetime | None = None, until: datetime | None = None, 
         .agg(pl.len().alias("failures"), pl.col("category").first(), pl.col("pattern").first(),
              pl.col("title").drop_nulls().first(), pl.col("time").min().alias("first_seen"),
              pl.col("time").max().alias("last_seen"), pl.col("job_id").last().alias("example_job"),
-             pl.col("host").drop_nulls().n_unique().alias("hosts"))
+             pl.col("host").drop_nulls().n_unique().alias("hosts"), _assumed())
         .sort(["failures", "last_seen"], descending=[True, True], nulls_last=True)
         .head(top)
     )
@@ -141,8 +154,10 @@ def summarize(df, since: datetime | None = None, until: datetime | None = None, 
         "no_failure_found": df.filter(pl.col("status") == "no_failure_found").height,
         "gpu_hours_lost": round(float(gpu or 0.0), 2),
         "failures_with_gpu_hours": int(fails["gpu_hours"].is_not_null().sum()) if n_fail else 0,
-        "first": times.min().isoformat() if len(times) else None,
-        "last": times.max().isoformat() if len(times) else None,
+        "first": rfc3339(times.min()) if len(times) else None,
+        "last": rfc3339(times.max()) if len(times) else None,
+        "failures_without_time": n_fail - len(times),  # counted in the by_week table's `unknown` row
+        "times_assumed_utc": bool(fails["time_assumed_utc"].fill_null(False).any()) if n_fail else False,
         "suspect_rule": (f"root-cause host in >= {HW_THRESHOLD} {'/'.join(HW_CATEGORIES)} failures, or in >= {MIN_COUNT} "
                          f"failures with P(Poisson(fleet mean) >= count) < {ALPHA} / hosts"),
     }

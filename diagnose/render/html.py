@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from html import escape
 from pathlib import Path
 
@@ -58,12 +58,19 @@ svg .lane.root text.label{font-weight:700;fill:#b31d28}
 
 
 def _t(s: str | None) -> datetime | None:
+    """A report's time on one clock: UTC without tzinfo (reports from before times had an offset have none)."""
     if not s:
         return None
     try:
-        return datetime.fromisoformat(s)
+        t = datetime.fromisoformat(s)
     except (TypeError, ValueError):
         return None
+    if t.tzinfo is None:
+        return t
+    try:
+        return t.astimezone(timezone.utc).replace(tzinfo=None)
+    except OverflowError:  # year 1 or 9999 with an offset
+        return t.replace(tzinfo=None)
 
 
 def _e(x: object) -> str:

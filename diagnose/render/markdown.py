@@ -95,6 +95,15 @@ def _where(ev: dict | None) -> str | None:
     return code(f"{ev.get('file')}:{ev.get('line')}") if ev else None
 
 
+def _last_line(doc: dict, rank) -> str:
+    """Where a rank's own output stops: its last line in the logs, or that there is none."""
+    k = next((k for k in doc.get("ranks") or [] if k.get("rank") == rank), None)
+    if k and k.get("last_line"):
+        msg = _clip(k.get("last_message") or "", 200)
+        return f"Rank {esc(rank)}'s own last line: {_where(k['last_line'])}" + (f" {code(msg)}" if msg else "")
+    return f"Rank {esc(rank)}'s own last line: none in these logs (no line names its rank)."
+
+
 def render(doc: dict) -> str:
     r = doc.get("root_cause")
     if doc.get("status") != "failed" or not r:
@@ -117,6 +126,7 @@ def render(doc: dict) -> str:
         # a hang: the cause is the rank that did NOT time out; the evidence line is another rank's report
         out += ["", f"**Straggler: rank {esc(straggler)}** — the other ranks timed out waiting for it "
                     f"in a collective; it hung or died first."]
+        out += ["", _last_line(doc, straggler), ""]
         if where:
             out.append(f"Reported by rank {esc(details.get('reported_by_rank', '?'))} at {where}")
         out += [""] + [f"- {esc(x)}" for x in detail_lines(details)] + [""]

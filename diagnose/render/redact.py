@@ -6,7 +6,11 @@ with every string scrubbed; the input is not changed.  What is recognised:
 - assignments to secret-looking names, keeping the name: ``WANDB_API_KEY=<redacted>``, ``export
   HF_TOKEN=…``, ``'AWS_SECRET_ACCESS_KEY': '…'``, ``"db_password": "…"``, ``--hf-token …``
   (names ending in TOKEN, SECRET, PASSWORD/PASSWD, KEY/APIKEY, CREDENTIALS; any case);
-  in a dict, a value under such a key;
+  in a dict, a value under such a key.  Names that are just as often ordinary (any other ``…_key``
+  such as ``store_based_barrier_key`` or ``sort_key``, a tokenizer's ``pad_token``/``eos_token``, a bare
+  ``key``/``token``) lose their value only when it looks like a secret (`looks_secret`: 8 or more
+  characters mixing letters and digits, or 20 or more, and not a name made of words and small numbers
+  such as ``store_based_barrier_key:1`` or ``model.layers.0.weight``);
 - the token kinds of ``secrets.toml`` (rules after gitleaks' default set, each with its source):
   OpenAI ``sk-``/``sk-proj-``, GitHub ``ghp_``/``github_pat_``, GitLab ``glpat-``, Hugging Face
   ``hf_``, Google ``AIza``, AWS ``AKIA``, Azure ``AccountKey=``/``SharedAccessSignature=``, Slack
@@ -73,6 +77,8 @@ def _cut_secret(m: re.Match) -> str:
     whole = m.group(0)
     if whole[start:end] in ("", MARK) or MARK in whole[start:end]:
         return whole
+    if "weak" in m.re.groupindex and m["weak"] and not looks_secret(m["secret"]):
+        return whole  # `key: store_based_barrier_key`: a name after an ordinary word, not a secret
     return whole[:start] + MARK + whole[end:]
 
 
@@ -84,22 +90,45 @@ def inert_text(text: str) -> str:
                              else f"\\u{ord(m.group(0)):04x}", text)
 
 
+# Names whose value is as often ordinary as secret: their value must look like a secret to be redacted.
+_WEAK_NAME = re.compile(
+    r"^(?:key|token|(?:[A-Za-z0-9_.-]*?(?<!api)(?<!api_)(?<!access)(?<!access_)(?<!secret)(?<!secret_)"
+    r"(?<!private)(?<!private_)_key)"
+    r"|(?:pad|eos|bos|unk|mask|cls|sep|start|end|stop|special|additional_special|image|sos|[a-z]+_special)_?token)$",
+    re.I,
+)
+# A name, not a secret: parts (split at . _ : / -) that are words (lower, Capitalised, UPPER or a
+# CamelCase of up to 4 of them, maybe ending in a short number) or numbers of up to 6 digits.
+_NAME_PART = re.compile(r"(?:(?:[A-Z]?[a-z]+|[A-Z]+(?![a-z])){1,4}\d{0,4}|\d{1,6})")
+
+
+def looks_secret(value: str) -> bool:
+    """Whether a value assigned to an ordinary-looking name (`key: …`, `sort_key=…`) is a secret rather than
+    a name or a number: 8 or more characters mixing letters and digits, or 20 or more, that are not words
+    and small numbers joined by . _ : / - (``store_based_barrier_key:1``, ``model.layers.0.weight``)."""
+    v = value.strip().strip("'\"").strip()
+    if len(v) < 8 or v.lower() in _TRIVIAL or MARK in v:
+        return False
+    parts = [x for x in re.split(r"[._:/-]+", v) if x]
+    if parts and all(_NAME_PART.fullmatch(x) for x in parts):
+        return False
+    return len(v) >= 20 or bool(re.search(r"[A-Za-z]", v) and re.search(r"\d", v))
+
+
 _TRIVIAL = {"", "none", "null", "nil", "true", "false", "<redacted>", "'<redacted>'", '"<redacted>"', "''", '""',
             "***", "<unset>", "unset", "not set", "<not set>"}
 _KEY_NAME = re.compile(r"^" + _NAME + r"$", re.I)
 
 
-# a name that is secret only by ending in _KEY (`sort_key`, `store_based_barrier_key`) names a secret only when
-# its value looks random: 8 characters or more with letters and digits, or upper and lower case mixed
-_PLAIN_KEY = re.compile(r"^(?:(?!TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL).)*_KEY$", re.I)
-_RANDOM = re.compile(r"^(?=.{8})(?:(?=.*\d)(?=.*[A-Za-z])|(?=.*[a-z])(?=.*[A-Z]))")
+def _weak(name: str) -> bool:
+    return bool(_WEAK_NAME.match(name.lstrip("-")))
 
 
 def _assign(m: re.Match) -> str:
     val = m["val"]
     if val.strip("'\"").strip().lower() in _TRIVIAL or MARK in val:
         return m.group(0)
-    if _PLAIN_KEY.match(m["key"].strip("'\"-")) and not _RANDOM.match(val.strip("'\"").strip()):
+    if _weak(m["key"].strip("'\"")) and not looks_secret(val):
         return m.group(0)
     q = val[0] if val[0] in "'\"" and len(val) >= 2 and val[-1] == val[0] else ""
     return f"{m['key']}{m['sep']}{q}{MARK}{q}"
@@ -127,6 +156,20 @@ def _secret_key(k) -> bool:
     return isinstance(k, str) and bool(_KEY_NAME.match(k))
 
 
+def _under_key(k: str, value):
+    """What a secret-looking key keeps of its value: nothing, or (an ordinary-looking name) what does not
+    look like a secret."""
+    if not _weak(k):
+        return _all_marked(value)
+    if isinstance(value, str):
+        return MARK if looks_secret(value) else value
+    if isinstance(value, dict):
+        return {kk: _under_key(k, v) for kk, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_under_key(k, v) for v in value)
+    return value
+
+
 def _all_marked(obj):
     """Everything below a secret-looking key: every string replaced (numbers and trivial values kept)."""
     if isinstance(obj, str):
@@ -149,7 +192,7 @@ def redact(obj, secrets: bool = True):
         out = {}
         for k, v in obj.items():
             key = redact(k, secrets) if isinstance(k, str) else k
-            out[key] = _all_marked(redact(v, secrets)) if secrets and _secret_key(k) else redact(v, secrets)
+            out[key] = _under_key(k, redact(v, secrets)) if secrets and _secret_key(k) else redact(v, secrets)
         return out
     if isinstance(obj, list):
         return [redact(v, secrets) for v in obj]

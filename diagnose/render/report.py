@@ -6,7 +6,7 @@ control characters are made visible, so a log line can't restyle or drive the te
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 
 from typing import TYPE_CHECKING
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # rich is imported where the terminal report is drawn, not fo
     from rich.console import Console
 
 from diagnose.analyze.findings import rank_ranges as _ranges
-from diagnose.model import Diagnosis, Evidence
+from diagnose.model import Diagnosis, Evidence, Frame, RankSummary, RootCause, Source, Symptom
 
 SCHEMA_VERSION = 1
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
@@ -38,56 +38,82 @@ def read_line(sources) -> str:
     return f"read {plural(n, 'line')} from {plural(len(sources), 'file')}"
 
 
-def _iso(t: datetime | None) -> str | None:
-    return t.isoformat() if t else None
+class _Clock:
+    """Times as RFC 3339 with a UTC offset.  A log's timestamp that carried none (nearly all do) is
+    written as UTC (`+00:00`) and remembered, so the document can say so (`times_assumed_utc`)."""
+
+    def __init__(self) -> None:
+        self.assumed = False
+
+    def __call__(self, t: datetime | str | None) -> str | None:
+        if isinstance(t, str):  # already text (the job's last iteration): a time only if it reads as one
+            try:
+                t = datetime.fromisoformat(t)
+            except ValueError:
+                return t
+        if t is None:
+            return None
+        if t.tzinfo is None or t.utcoffset() is None:
+            self.assumed = True
+            t = t.replace(tzinfo=timezone.utc)
+        return t.isoformat()
 
 
-def _ev(e: Evidence | None) -> dict | None:
-    return {"file": e.file, "line": e.line} if e else None
+def _job(job: dict, clock: _Clock) -> dict:
+    """The job's facts with their times (the last iteration's) as RFC 3339."""
+    it = job.get("last_iteration")
+    if isinstance(it, dict) and it.get("time") is not None:
+        job = {**job, "last_iteration": {**it, "time": clock(it["time"])}}
+    return job
+
+
+# How each model class shows in the JSON document: JSON key → the attribute it holds.  to_dict writes
+# these; render/schema.py generates schema.json from the same table and the classes' annotations.
+VIEWS: dict[type, dict[str, str]] = {
+    Diagnosis: {"status": "status", "partial": "partial", "summarised": "summarised",
+                "summarised_lines": "summarised_lines", "root_cause": "root_cause", "symptoms": "symptoms",
+                "ranks": "ranks", "job": "job", "sources": "sources", "warnings": "warnings", "slurm": "slurm"},
+    RootCause: {k: k for k in ("category", "pattern", "title", "summary", "confidence", "rank", "local_rank", "host",
+                               "time", "message", "evidence", "traceback", "frames", "why", "remediation", "details")},
+    Symptom: {k: k for k in ("category", "pattern", "title", "message", "ranks", "count", "first_time", "evidence")},
+    RankSummary: {k: k for k in ("rank", "host", "last_time", "first_error_time", "category", "last_line",
+                                 "last_message")},
+    Source: {"file": "display", "lines": "lines", "layout": "layout"},
+    Evidence: {"file": "file", "line": "line"},
+    Frame: {"file": "file", "line": "line", "function": "func"},
+}
+
+
+def _view(obj, when: _Clock):
+    """A model object as the document shows it (VIEWS), times as RFC 3339; dicts are the analysis's own."""
+    view = VIEWS.get(type(obj))
+    if view is not None:
+        return {key: _view(getattr(obj, attr), when) for key, attr in view.items()}
+    if isinstance(obj, list):
+        return [_view(x, when) for x in obj]
+    if isinstance(obj, datetime):
+        return when(obj)
+    return obj
 
 
 def to_dict(d: Diagnosis, job_id: str | None = None) -> dict:
-    """The JSON document; `job_id` (e.g. the SLURM job id) goes into the top-level `job_id` when known."""
+    """The JSON document; `job_id` (e.g. the SLURM job id) goes into the top-level `job_id` when known.
+    Times are RFC 3339 with an offset; `times_assumed_utc` says the log gave none and UTC was assumed."""
     from diagnose.analyze.fingerprint import fingerprint
 
     slurm = d.slurm
     if job_id is None and isinstance(slurm, dict) and (slurm.get("job_id") or slurm.get("JobId")):
         job_id = str(slurm.get("job_id") or slurm["JobId"])
-    r = d.root_cause
-    root = None
-    if r:
-        root = {
-            "category": r.category, "pattern": r.pattern, "title": r.title, "summary": r.summary,
-            "confidence": r.confidence,
-            "rank": r.rank, "local_rank": r.local_rank, "host": r.host, "time": _iso(r.time),
-            "message": r.message, "evidence": _ev(r.evidence), "traceback": r.traceback,
-            "frames": [{"file": f.file, "line": f.line, "function": f.func} for f in r.frames],
-            "why": r.why, "remediation": r.remediation, "details": r.details,
-        }
-        root["fingerprint"] = fingerprint(root)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "job_id": job_id,
-        "status": d.status,
-        "partial": d.partial,
-        "summarised": d.summarised,
-        "summarised_lines": d.summarised_lines,
-        "root_cause": root,
-        "symptoms": [
-            {"category": s.category, "pattern": s.pattern, "title": s.title, "message": s.message, "ranks": s.ranks,
-             "count": s.count, "first_time": _iso(s.first_time), "evidence": _ev(s.evidence)}
-            for s in d.symptoms
-        ],
-        "ranks": [
-            {"rank": k.rank, "host": k.host, "last_time": _iso(k.last_time),
-             "first_error_time": _iso(k.first_error_time), "category": k.category}
-            for k in d.ranks
-        ],
-        "job": d.job,
-        "sources": [{"file": s.display, "lines": s.lines, "layout": s.layout} for s in d.sources],
-        "warnings": d.warnings,
-        **({"slurm": slurm} if isinstance(slurm, dict) else {}),
-    }
+    when = _Clock()
+    body = _view(d, when)
+    if body["root_cause"]:
+        body["root_cause"]["fingerprint"] = fingerprint(body["root_cause"])
+    body["job"] = _job(d.job, when)
+    if not isinstance(slurm, dict):
+        del body["slurm"]
+    head = {"schema_version": SCHEMA_VERSION, "job_id": job_id, "status": body.pop("status"),
+            "partial": body.pop("partial"), "times_assumed_utc": when.assumed}
+    return head | body
 
 
 _LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|^<frozen|/torch/|/usr/lib/")

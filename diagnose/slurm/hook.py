@@ -1,4 +1,5 @@
-"""`mdiag hook`: print the lines that make SLURM diagnose every failed job automatically.
+"""The scripts behind `mdiag hook`: the lines that make SLURM diagnose every failed job automatically
+(the click command is `diagnose/cli/hook.py`).
 
 Three ways, all leaving the job's exit code as it was.  Each passes `--timeout T` (reading stops and
 the report says it is partial) and `timeout -s KILL T+5` ends mdiag in any case:
@@ -15,8 +16,8 @@ into them is quoted for the shell (shlex.quote), and values no shell line should
 characters) are refused.  The default --timeout fits inside SLURM's KillWait (the SIGTERM → SIGKILL
 grace of a time limit): KillWait − 5 s from `scontrol show config`, else 25 s.
 
-`mdiag hook --store` (used by the Epilog, as root) reads a report from stdin, checks it is one JSON
-object, redacts it and writes it 0640 to --json-out DIR (and --jsonl FILE) without following links.
+`store` (`mdiag hook --store`, used by the Epilog, as root) takes a report read from stdin, checks it is
+one JSON object, redacts it and writes it 0640 to --json-out DIR (and --jsonl FILE) without following links.
 """
 from __future__ import annotations
 
@@ -29,8 +30,6 @@ import sys
 from importlib.resources import files
 from pathlib import Path
 
-import click
-
 KILL_AFTER_S = 5  # `timeout -s KILL` ends mdiag this long after its own --timeout, whatever it is doing
 DEFAULT_KILLWAIT_S = 30  # SLURM's default KillWait
 EPILOG_PATH = "/etc/slurm/epilog.d/mdiag.sh"  # the one install path (README and the script agree)
@@ -40,13 +39,8 @@ STORE_MAX_BYTES = 64 * 1024 * 1024
 _BAD = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-class HookError(click.ClickException):
-    """A value the scripts must not carry: one line on stderr, exit 2."""
-
-    exit_code = 2
-
-    def show(self, file=None) -> None:
-        click.echo(f"mdiag: error: {self.format_message()}", err=True)
+class HookError(ValueError):
+    """A value the scripts must not carry (the command says so in one line and exits 2)."""
 
 
 def _template(name: str) -> str:
@@ -141,54 +135,8 @@ def store(data: bytes, out: str, name: str, jsonl: str | None) -> Path:
     return path
 
 
-def _install_lines(path: str) -> str:
+def install_lines(path: str = EPILOG_PATH) -> str:
+    """Shell comments that say how to install the Epilog script at `path`."""
     q = shlex.quote(path)
     return (f"# install: mdiag hook --epilog > {q} && chown root:root {q} && chmod 0755 {q}\n"
             f"# slurm.conf (every node): Epilog={path}   then: scontrol reconfigure\n")
-
-
-@click.command("hook", help="Print the sbatch lines (--trap, --dependent-job; both by default) or, with --epilog, "
-                            "an Epilog script that run mdiag automatically when a SLURM job fails, writing "
-                            "DIR/<job id>.json.")
-@click.option("--trap", "want_trap", is_flag=True, help="Print only the trap for the batch script.")
-@click.option("--dependent-job", "want_dep", is_flag=True,
-              help="Print only the afternotok dependent job (no admin needed; also catches time limits).")
-@click.option("--epilog", "as_epilog", is_flag=True,
-              help=f"Print an Epilog script for administrators (install it as {EPILOG_PATH}; the install "
-                   "lines go to stderr).")
-@click.option("--timeout", "timeout_s", type=click.IntRange(1, 3600), default=None,
-              help="Seconds mdiag may read before it stops (the job is never held longer) "
-                   "[SLURM's KillWait - 5, else 25].")
-@click.option("--json-out", "out", default=None, metavar="DIR",
-              help="Folder for the reports, taken literally [sbatch: $SLURM_SUBMIT_DIR/mdiag; epilog: /var/log/mdiag].")
-@click.option("--jsonl", default=None, metavar="FILE", help="Also append each report to this JSON-lines file.")
-@click.option("--mdiag", "mdiag_bin", default=None, metavar="PATH",
-              help="mdiag executable the snippet runs [the one running now].")
-@click.option("--store", "as_store", is_flag=True, hidden=True)
-@click.option("--name", "store_name", default=None, hidden=True)
-def hook(want_trap: bool, want_dep: bool, as_epilog: bool, timeout_s: int | None, out: str | None,
-         jsonl: str | None, mdiag_bin: str | None, as_store: bool, store_name: str | None) -> None:
-    if as_store:
-        if not out or not store_name:
-            raise click.UsageError("--store needs --json-out DIR and --name NAME")
-        try:
-            store(sys.stdin.buffer.read(STORE_MAX_BYTES + 1), out, store_name, jsonl)
-        except (ValueError, OSError) as exc:
-            click.echo(f"mdiag: error: cannot store the report: {exc}", err=True)
-            sys.exit(2)
-        return
-    if as_epilog and (want_trap or want_dep):
-        raise click.UsageError("--epilog prints a script of its own: not with --trap or --dependent-job")
-    timeout = timeout_s or default_timeout()
-    if as_epilog:
-        click.echo(epilog(timeout, out, jsonl, mdiag_bin), nl=False)
-        click.echo(_install_lines(EPILOG_PATH), err=True, nl=False)
-        return
-    kw = dict(timeout=timeout, out=out, jsonl=jsonl, mdiag=mdiag_bin)
-    both = not (want_trap or want_dep)
-    if want_trap or both:
-        click.echo(snippet(**kw), nl=False)
-    if both:
-        click.echo("")
-    if want_dep or both:
-        click.echo(dependent(**kw), nl=False)

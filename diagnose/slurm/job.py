@@ -11,10 +11,10 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from diagnose.model import Diagnosis, RootCause
+from diagnose.model import Diagnosis, RootCause, SlurmFacts
 
 QUERY_TIMEOUT_S = 15
 _KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]*)=")
@@ -44,23 +44,14 @@ STATE_WHY = {
 
 
 @dataclass
-class JobInfo:
-    job_id: str
-    state: str | None = None  # FAILED, TIMEOUT, OUT_OF_MEMORY, ... (a "CANCELLED by 0" reads CANCELLED)
-    exit_code: str | None = None  # "{exit}:{signal}"
-    elapsed: str | None = None
-    node_list: str | None = None
-    std_out: str | None = None
-    std_err: str | None = None
-    work_dir: str | None = None
+class JobInfo(SlurmFacts):
+    """SlurmFacts (what reports carry as `slurm`) and what the lookup needs besides."""
+
     name: str | None = None
-    source: str | None = None  # sacct | scontrol | environment
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"job_id": self.job_id, "state": self.state, "exit_code": self.exit_code, "elapsed": self.elapsed,
-                "node_list": self.node_list, "std_out": self.std_out, "std_err": self.std_err,
-                "work_dir": self.work_dir, "source": self.source}
+        return {f.name: getattr(self, f.name) for f in fields(SlurmFacts)}
 
 
 def is_job_id(arg: str) -> bool:
