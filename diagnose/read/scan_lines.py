@@ -60,15 +60,15 @@ def hot_spans(data: bytes, blocks: BlockFilter | None) -> Part:
     spans = blocks.spans(data) if blocks is not None else None
     if spans is None:
         return data, None, None, 0
-    total = data.count(b"\n") + 1
     starts: list[int] = []
     ends: list[int] = []
     k, at = 0, 0
-    for s, e in spans:  # (counted once from the last span on: never from the chunk's start again)
+    for s, e in spans:  # each byte's newlines counted once: between spans, in them, after the last
         k += data.count(b"\n", at, s)
         starts.append(k)
         ends.append(k + data.count(b"\n", s, e) + 1)
         k, at = ends[-1] - 1, e
+    total = k + data.count(b"\n", at) + 1
     text = b"\n".join(data[s:e] for s, e in spans)
     if spans and text.count(b"\n") + 1 != sum(ends) - sum(starts):  # (never expected) the whole chunk
         return data, None, None, 0
