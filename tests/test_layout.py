@@ -58,3 +58,10 @@ def test_only_the_command_line_uses_click():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             wrong += [f"{path.relative_to(PKG.parent)}:{node.lineno}" for n in names if n.split(".")[0] == "click"]
     assert wrong == []
+
+
+def test_no_module_grows_past_a_screenful_of_screens():
+    """Small modules named for what they do: a file past 400 lines is two concerns."""
+    big = [f"{p.relative_to(PKG.parent)}: {n}" for p in sorted(PKG.rglob("*.py"))
+           if (n := len(p.read_text().splitlines())) > 400]
+    assert big == []
