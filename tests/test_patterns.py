@@ -63,3 +63,14 @@ def test_user_pattern_replaces_builtin_by_id(tmp_path):
     pats = {p.id: p for p in load((tmp_path,))}
     assert pats["oom.cuda_allocator"].title == "Our OOM"
     assert patterns.builtin_dir().is_dir()
+
+
+def test_a_regex_the_scan_cannot_run_is_named_not_raised(tmp_path):
+    """Look-around compiles in Python's `regex` but not in the scan's engines: `patterns test` says so."""
+    (tmp_path / "x.toml").write_text(
+        'category = "python"\n[[pattern]]\nid = "python.look"\nrole = "root"\nregex = \'\'\'FooError(?!bar): boom\'\'\'\n'
+        'title = "t"\nwhy = "w"\nremediation = ["r"]\nexamples = ["FooError: boom"]\n')
+    with pytest.raises(PatternError, match="look-around"):
+        load_file(tmp_path / "x.toml")
+    pats = load_file(tmp_path / "x.toml", check_engine=False)
+    assert any("look-around" in p for p in check_examples(pats))

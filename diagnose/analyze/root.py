@@ -34,7 +34,9 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
         if not tier:
             continue
         primary = any(e.pattern not in _PEER_GONE for e in tier)
-        tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, e.order))
+        seen_later = _in_other_entry(ctx)
+        # at the same time, torchrun's other failures after its Root Cause entry (it saw that one first)
+        tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, e.order[:2], seen_later(e), e.order))
         root = tier[0]
         if root.pattern in _KILL_REPORTS:
             # a SIGKILL report (`Killed`, exit code -9) and the kill's own record (an OOM-kill event): the
@@ -69,6 +71,16 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
         said.sort(key=lambda e: (e.pattern not in _FAILURE_WORDS, e.order))
         return said[0], [], {"no_root_evidence": "the failing rank's own error is not in these logs", "confidence": "low"}
     return None, [], {}
+
+
+def _in_other_entry(ctx: JobContext):
+    """A test: does an event lie in an entry of torchrun's failure summary other than its `Root Cause`?"""
+    spans = [(f.src, f.line, f.end) for f in ctx.failures if not f.root]
+
+    def test(e: Event) -> bool:
+        src, line = (e.order[2], e.order[3]) if len(e.order) == 4 else (None, None)
+        return any(s == src and a <= line <= b for s, a, b in spans)
+    return test
 
 
 def _corroborated_rank(root: Event, events: list[Event]) -> dict:
