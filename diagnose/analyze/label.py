@@ -2,6 +2,7 @@
 pattern that matches it (frame patterns refine a generic exception), with its rank, host and time."""
 from __future__ import annotations
 
+import bisect
 import json
 from datetime import datetime
 
@@ -77,18 +78,26 @@ def build_events(
     display = {s.index: s.display for s in sources}
     events: list[Event] = []
     in_chain = set()
+    spans: dict[tuple, list[tuple[int, int]]] = {}  # (src, stream) -> a traceback's frames and source lines
     for c in chains:
         rows = c.rows
         for r in rows:
             in_chain.add((r["src"], r["lineno"]))
+        spans.setdefault((c.src, c.stream), []).extend(
+            (b.start, b.exception_line) for b in c.blocks if b.exception_line is not None)
         ev = _chain_event(c, rows, df, display, patterns, ctx)
         if ev:
             events.append(ev)
+    for s in spans.values():
+        s.sort()
     lines = df.filter(pl.col("pid").is_not_null())
     # one Python list per column, zipped: thousands of ranks' timeouts are thousands of rows
-    cols = ("src", "lineno", "pid", "msg", "time", "order_time", "rank", "local_rank", "host")
-    for src, lineno, pid, msg, t, order_t, rank, local, host in zip(*(lines.get_column(c).to_list() for c in cols)):
+    cols = ("src", "lineno", "pid", "msg", "time", "order_time", "rank", "local_rank", "host", "stream")
+    for src, lineno, pid, msg, t, order_t, rank, local, host, stream in zip(*(lines.get_column(c).to_list() for c in cols)):
         if (src, lineno) in in_chain:
+            continue
+        # a traceback's own source line (`raise RendezvousConnectionError(`) is no report of its own
+        if _within(spans.get((src, stream)), lineno):
             continue
         p = patterns[pid]
         if p.role == "context":
@@ -110,6 +119,14 @@ def build_events(
             if ev:
                 events.append(ev)
     return _mark_echoes(events, ctx, {s.display: s.index for s in sources})
+
+
+def _within(spans: list[tuple[int, int]] | None, line: int) -> bool:
+    """Is `line` strictly inside one of the sorted, disjoint spans?"""
+    if not spans:
+        return False
+    k = bisect.bisect_left(spans, (line, line)) - 1
+    return k >= 0 and spans[k][0] < line < spans[k][1]
 
 
 def _mark_echoes(events: list[Event], ctx: JobContext, index: dict[str, int]) -> list[Event]:

@@ -35,8 +35,9 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
             continue
         primary = any(e.pattern not in _PEER_GONE for e in tier)
         seen_later = _in_other_entry(ctx)
-        # at the same time, torchrun's other failures after its Root Cause entry (it saw that one first)
-        tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, e.order[:2], seen_later(e), e.order))
+        # torchrun's other failures after its Root Cause entry (it saw that one first, whatever time a
+        # wrapper stamped on the lines of its summary)
+        tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, seen_later(e), e.order))
         root = tier[0]
         if root.pattern in _KILL_REPORTS:
             # a SIGKILL report (`Killed`, exit code -9) and the kill's own record (an OOM-kill event): the
@@ -47,7 +48,8 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
             continue  # a cancel or abort after a communication failure is its outcome, not its cause
         if root.kind != "line" and root.pattern != GENERIC:
             # the same failure printed as a line before its traceback: the earliest report is the evidence
-            earlier = [e for e in lines if e.pattern == root.pattern and e.order < root.order and e.rank in (None, root.rank)]
+            earlier = [e for e in lines if e.pattern == root.pattern and e.order < root.order and e.rank in (None, root.rank)
+                       and not _inside(e, root)]
             if earlier:
                 line = min(earlier, key=lambda e: e.order)
                 if line.rank is None:
@@ -71,6 +73,12 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
         said.sort(key=lambda e: (e.pattern not in _FAILURE_WORDS, e.order))
         return said[0], [], {"no_root_evidence": "the failing rank's own error is not in these logs", "confidence": "low"}
     return None, [], {}
+
+
+def _inside(e: Event, tb: Event) -> bool:
+    """Is e a line of tb's own traceback (a frame's source line such as `raise ValueError(`)?"""
+    return e.evidence.file == tb.evidence.file and any(
+        b.start <= e.evidence.line <= (b.exception_line or b.start) for b in tb.blocks)
 
 
 def _in_other_entry(ctx: JobContext):

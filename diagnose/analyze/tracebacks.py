@@ -55,7 +55,7 @@ def flags(df: pl.DataFrame) -> pl.DataFrame:
 def assemble(df: pl.DataFrame, multi_stream_srcs: set[int]) -> list[Chain]:
     chains: list[Chain] = []
     cols = ["src", "lineno", "msg", "stream", "is_header", "is_frame", "is_chain", "is_exc", "indent", "blank", "ts",
-            "time", "order_time", "pid", "rank", "local_rank", "host", "record"]
+            "time", "order_time", "pid", "rank", "local_rank", "host", "record", "stamp"]
     # one sort and one pass over the rows, not a gather per stream (thousands of ranks: 30× faster);
     # only streams with a header or a frame line: a traceback starts at one, other streams make none
     has_tb = (pl.col("is_header") | pl.col("is_frame")).any().over("stream")
@@ -113,7 +113,7 @@ def _walk(stream, rows, multi_stream_srcs, chains):
         elif state == "exc":
             if r["is_chain"]:
                 linked = True
-            elif not linked and gap_ok and not r["blank"] and r["ts"] is None and not r["record"] and len(block.continuation) < MAX_CONTINUATION:
+            elif not linked and gap_ok and not r["blank"] and (r["ts"] is None or r["stamp"]) and not r["record"] and len(block.continuation) < MAX_CONTINUATION:
                 block.continuation.append((r["lineno"], text.rstrip()))
                 block.text.append(text)
                 chain.rows.append(r)

@@ -20,12 +20,15 @@ from diagnose.model import Source
 
 def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
     """Adds msg, rank, local_rank, task, host, tstext (a peeled timestamp's text), record (the line
-    starts a logger's record) and stream
+    starts a logger's record), stamp (its file's every line carries a wrapper's timestamp) and stream
     (the key of one process's output: its file and the identity part of its prefix)."""
     kinds = normalize.load()
-    cols: dict[str, list] = {c: [] for c in ("msg", "_rank", "_local", "_task", "_host", "_pid", "tstext", "_key", "_tee", "record")}
-    for line in frame.get_column("line").to_list():
-        n = normalize.peel(line or "", kinds)
+    timed = {k.id for k in kinds if "(?P<time>" in k.regex}
+    cols: dict[str, list] = {c: [] for c in ("msg", "_rank", "_local", "_task", "_host", "_pid", "tstext", "_key", "_tee", "record", "stamp")}
+    peeled = [normalize.peel(line or "", kinds) for line in frame.get_column("line").to_list()]
+    srcs = frame.get_column("src").to_list()
+    stamped = _stamped_sources(srcs, peeled, timed)
+    for src, n in zip(srcs, peeled):
         cols["msg"].append(n.message)
         cols["_rank"].append(n.rank)
         cols["_local"].append(n.local_rank)
@@ -35,12 +38,15 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
         cols["tstext"].append(n.time)
         cols["_key"].append(n.key)
         cols["_tee"].append("tee_local" in n.kinds or "torch_rank" in n.kinds)
-        # a logger's time or level column starts a new record (never the continuation of a message)
-        cols["record"].append(n.time is not None or "log_level" in n.kinds)
-    _record_tails(frame.get_column("src").to_list(), frame.get_column("lineno").to_list(), cols)
+        # a logger's time or level column starts a new record (never the continuation of a message); a
+        # time that a wrapper stamps on every line of the file (`ts`, a container runtime) does not
+        own = n.kinds[1:] if src in stamped else n.kinds
+        cols["record"].append(any(k in timed for k in own) or "log_level" in n.kinds)
+        cols["stamp"].append(src in stamped)
+    _record_tails(srcs, frame.get_column("lineno").to_list(), cols)
     ints = ("_rank", "_local", "_task", "_pid")
     df = frame.with_columns(
-        pl.Series(c, v, dtype=pl.Int64 if c in ints else (pl.Boolean if c in ("_tee", "record") else pl.String))
+        pl.Series(c, v, dtype=pl.Int64 if c in ints else (pl.Boolean if c in ("_tee", "record", "stamp") else pl.String))
         for c, v in cols.items()
     )
     src_local = pl.col("src").replace_strict({s.index: s.local_rank for s in sources}, default=None, return_dtype=pl.Int64)
@@ -62,6 +68,18 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
     return df.drop("_rank", "_local", "_task", "_host", "_pid", "_key", "_tee", "pid", "tid", "dev")
 
 
+def _stamped_sources(srcs: list, peeled: list, timed: set[str]) -> set:
+    """The files whose lines (nine in ten of those kept, traceback frames included) all start with a
+    timestamp: a wrapper's stamp, not a logger's record."""
+    total: dict = {}
+    outer: dict = {}
+    for src, n in zip(srcs, peeled):
+        total[src] = total.get(src, 0) + 1
+        if n.kinds and n.kinds[0] in timed:
+            outer[src] = outer.get(src, 0) + 1
+    return {s for s, k in outer.items() if total[s] >= 5 and k >= 0.9 * total[s]}
+
+
 _TB_HEADER = re.compile(grammar.TB_HEADER)
 _FRAME = re.compile(grammar.FRAME)
 _CHAIN = re.compile(grammar.CHAIN)
@@ -81,7 +99,9 @@ def _record_tails(srcs: list, linenos: list, cols: dict) -> None:
     logged = [i for i, (k, r, m) in enumerate(zip(keys, records, msgs)) if k and r and "Traceback" in m]
     for owner in logged:
         if _TB_HEADER.match(msgs[owner]):
-            for i in _traceback_below(owner, "frames", srcs, linenos, cols, key=""):
+            # the lines below keep only the prefixes outside the logger's (pdsh's `node03: `, or none)
+            outer = keys[owner]
+            for i in _traceback_below(owner, "frames", srcs, linenos, cols, key=outer.startswith):
                 for c in ("_rank", "_local", "_task", "_host", "_pid", "_key", "_tee"):
                     cols[c][i] = cols[c][owner]
     spawned = [i for i, m in enumerate(msgs) if m.startswith("-- Process ")]
@@ -89,18 +109,18 @@ def _record_tails(srcs: list, linenos: list, cols: dict) -> None:
         local = normalize.rank_in_text(msgs[owner]).get("local_rank")
         if local is None or cols["_rank"][owner] is not None or cols["_local"][owner] is not None:
             continue
-        for i in _traceback_below(owner, "chain", srcs, linenos, cols, key=keys[owner]):
+        for i in _traceback_below(owner, "chain", srcs, linenos, cols, key=keys[owner].__eq__):
             if cols["_rank"][i] is None and cols["_local"][i] is None:
                 cols["_local"][i] = local
 
 
-def _traceback_below(owner: int, state: str, srcs: list, linenos: list, cols: dict, key: str):
-    """The rows right below `owner` (in its file, with prefix key `key` and no logger record) that read as
-    one traceback chain; `state` is where the walk starts: in a traceback's frames, or after a chain marker
-    (a traceback header comes next)."""
+def _traceback_below(owner: int, state: str, srcs: list, linenos: list, cols: dict, key):
+    """The rows right below `owner` (in its file, whose prefix key passes the test `key`, with no logger
+    record) that read as one traceback chain; `state` is where the walk starts: in a traceback's frames,
+    or after a chain marker (a traceback header comes next)."""
     keys, records, msgs = cols["_key"], cols["record"], cols["msg"]
     i = owner + 1
-    while i < len(msgs) and keys[i] == key and not records[i] and srcs[i] == srcs[owner]:
+    while i < len(msgs) and key(keys[i]) and not records[i] and srcs[i] == srcs[owner]:
         # (the blank line between a chain marker and the next header may be one the scan did not keep)
         gap = linenos[i] - linenos[i - 1]
         if not (gap == 1 or (gap == 2 and state == "chain")):

@@ -21,6 +21,23 @@ PREFIX_PLAIN = (
     r"(?:\[\d+,\d+\]<(?:stdout|stderr)>:[ ]?)?(?:\[[A-Za-z_]+\d+\]:[ ]?){0,2}"
 )
 
+# Wrappers a shell tool or log viewer puts before everything else on a line, launcher prefixes included:
+# a paste's line numbers (`cat -n`), ANSI colour, `ts`/syslog stamps, container runtime and cloud stamps
+# (`2024-05-01T10:00:00.1Z `), pdsh hosts (`node03: `), docker compose's containers (`trainer-1  | `).
+# Only the scan's anchored shapes allow them (normalize peels them, and more, for everything after); they
+# are no part of a stream's key.  The raw-bytes automaton gets the shapes without compose's (both together
+# tripled its time on the shapes): a traceback's window is hot by its literals (`Traceback`, `Error`), and
+# the line filter then keeps compose-prefixed frames too.  Host names are ASCII (`\w` spelled out keeps
+# the automaton's Unicode database small).
+WRAP_PLAIN = (
+    r"(?:[ ]{0,8}[0-9]{1,9}\t)?(?:\x1b\[[0-9;]*m)*"
+    r"(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?"
+    r"|\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)\]?(?: std(?:out|err) [FP])?"
+    r"|(?:\d{1,3}\.){3}\d{1,3}:|[A-Za-z][A-Za-z0-9_-]{0,30}[0-9]{1,4}(?:\.[A-Za-z0-9_-]{1,20}){0,3}:"
+    r") )?(?:\x1b\[[0-9;]*m)*"
+)
+WRAP_FULL = r"(?:[a-z][\w.-]{0,40}[-_]\d{1,3} {1,20}\| )?" + WRAP_PLAIN
+
 # Traceback structure, matched on the message (prefix removed).
 TB_HEADER = r"^\s*(?:[|+]\s*)*(?:\+ )?(?:Exception Group )?Traceback \(most recent call last\):"
 FRAME = r'^\s*(?:\|\s*)*File "(?P<file>[^"]*)", line (?P<line>\d+),? in (?P<func>.*)$'
@@ -43,20 +60,22 @@ KEEP_OTHER_BODY = (
 # Lines that carry a timestamp: kept only as far as the timeline needs them (see scan.thin_timestamps).
 KEEP_TS_BODY = r"\s?\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d|\[?[IWEFCV]\d{3,4} \d\d:\d\d:\d\d"
 KEEP_ANCHORED_BODY = KEEP_OTHER_BODY + r"|" + KEEP_TS_BODY
-KEEP_ANCHORED = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_ANCHORED_BODY + r")"
-KEEP_OTHER = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_OTHER_BODY + r")"
-KEEP_TS = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_TS_BODY + r")"
+KEEP_ANCHORED = r"^" + WRAP_FULL + PREFIX_PLAIN + r"(?:" + KEEP_ANCHORED_BODY + r")"
+KEEP_OTHER = r"^" + WRAP_FULL + PREFIX_PLAIN + r"(?:" + KEEP_OTHER_BODY + r")"
+KEEP_TS = r"^" + WRAP_FULL + PREFIX_PLAIN + r"(?:" + KEEP_TS_BODY + r")"
 PREFIX_ONLY = r"^" + PREFIX_PLAIN
 # Lines in a traceback's neighbourhood are kept too (source lines, message continuations).
 # (a bare word alone on its line is an exception's name only when its last dotted part is capitalised,
 # `KeyboardInterrupt`, `_queue.Empty`: `ok` or `done` printed millions of times is no structure)
 KEEP_STRUCT_BODY = (r"\s*(?:\|\s*)*File \"|[A-Za-z_][\w.]*(?::\s|:$)|(?:[A-Za-z_]\w*\.)*_*[A-Z]\w*$"
                     r"|\s*(?:[|+]\s*)*Traceback \(")
-KEEP_STRUCT = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_STRUCT_BODY + r")"
+KEEP_STRUCT = r"^" + WRAP_FULL + PREFIX_PLAIN + r"(?:" + KEEP_STRUCT_BODY + r")"
 # The scan's pass over every line: any of these shapes; then, on those lines, the other shapes
 # (the rest are timestamp lines, the bulk).
-KEEP_ANCHORED_OR_STRUCT = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_ANCHORED_BODY + r"|" + KEEP_STRUCT_BODY + r")"
-KEEP_OTHER_OR_STRUCT = r"^" + PREFIX_PLAIN + r"(?:" + KEEP_OTHER_BODY + r"|" + KEEP_STRUCT_BODY + r")"
+KEEP_ANCHORED_OR_STRUCT = r"^" + WRAP_FULL + PREFIX_PLAIN + r"(?:" + KEEP_ANCHORED_BODY + r"|" + KEEP_STRUCT_BODY + r")"
+KEEP_OTHER_OR_STRUCT = r"^" + WRAP_FULL + PREFIX_PLAIN + r"(?:" + KEEP_OTHER_BODY + r"|" + KEEP_STRUCT_BODY + r")"
+# the same for the raw-bytes automaton (see WRAP_PLAIN)
+KEEP_OTHER_OR_STRUCT_BYTES = r"^" + WRAP_PLAIN + PREFIX_PLAIN + r"(?:" + KEEP_OTHER_BODY + r"|" + KEEP_STRUCT_BODY + r")"
 # Progress lines: the timeline needs only the last of a run of them (thinned like timestamp-only lines).
 KEEP_THIN = [r"iteration\s+\d+/\s*\d+ \|"]
 KEEP_LITERAL = [
@@ -92,6 +111,9 @@ KEEP_LITERAL = [
 # Timestamps, on the message.  Each family gives year (maybe), month, day, hour, minute, second, fraction.
 TS_ISO = r"^\s*\[?(?P<Y>\d{4})-(?P<M>\d\d)-(?P<D>\d\d)[ T_](?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,9}))?"
 TS_GLOG = r"^\[?[IWEFCV](?P<MD>\d{3,4}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)"
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+TS_SYSLOG = (r"^(?P<Mon>" + "|".join(MONTHS) + r") [ ]?(?P<D>\d{1,2}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)"
+             r"(?:\.(?P<f>\d{1,9}))?")
 TS_LABELLED = r"(?:datetime: |CANCELLED AT |time\s*: )(?P<Y>\d{4})-(?P<M>\d\d)-(?P<D>\d\d)[ T_](?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,9}))?"
 
 # NCCL debug lines: `[ts]host:pid:tid [dev] ...`

