@@ -152,6 +152,9 @@ def _joined(df):
     ) if lists else df
 
 
+EXPORT_MODE = 0o640  # like the reports: host names and job ids are not for every user of the machine
+
+
 def export(tables: dict, folder: str, fmt: str) -> list[Path]:
     """Each table as DIR/<table>.csv or .parquet.  Times are UTC with their offset (CSV: RFC 3339, Parquet:
     timestamps in UTC); `times_assumed_utc` says where a report's time had none."""
@@ -164,5 +167,6 @@ def export(tables: dict, folder: str, fmt: str) -> list[Path]:
             _utc(defuse(_joined(tables[name]))).write_csv(p, datetime_format="%Y-%m-%dT%H:%M:%S%.f%:z")
         else:
             _utc(defuse(tables[name])).write_parquet(p)
+        os.chmod(p, EXPORT_MODE)
         out.append(p)
     return out
