@@ -53,7 +53,8 @@ class Deadline:
 
     def rows_left(self) -> int:
         """How many candidate lines the analysis can take in the time left."""
-        return max(MIN_ROWS, int((self.end - time.monotonic()) * ROWS_PER_SECOND))
+        left = (self.end - time.monotonic()) * ROWS_PER_SECOND
+        return max(MIN_ROWS, int(left)) if left < 2**62 else 2**62  # an endless limit (inf, nan) leaves room for all
 
 
 def trim(kept: pl.DataFrame, deadline: Deadline) -> tuple[pl.DataFrame, str | None]:
