@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -29,3 +30,31 @@ def test_library_timeout_that_is_not_finite(tmp_path, value):
     log.write_text(TB)
     d = diagnose([str(log)], timeout=value)
     assert d.root_cause is not None and not d.partial
+
+
+@pytest.mark.parametrize("as_glob", [False, True])
+def test_listing_stops_at_the_files_the_time_can_read(tmp_path, monkeypatch, as_glob):
+    """Many files under --timeout: listing (a folder walk or a glob) stops at what the run can describe and read
+    in its time, so the rest of the run is not spent on files it would never open; the report is partial."""
+    from diagnose.read import scan_deadline
+
+    monkeypatch.setattr(scan_deadline, "MIN_FILES", 10)
+    monkeypatch.setattr(scan_deadline, "FILES_PER_SECOND", 2)
+    for i in range(100):
+        (tmp_path / f"r{i:03d}.log").write_text(TB if i == 0 else "ok\n")
+    d = diagnose([str(tmp_path / "*.log") if as_glob else str(tmp_path)], timeout=5)
+    assert len(d.sources) == 10 and d.partial
+    assert any("stopped by --timeout" in w for w in d.warnings)
+    assert d.root_cause is not None or as_glob  # a glob lists in directory order
+
+
+def test_display_paths_without_relpath_agree_with_relpath(tmp_path, monkeypatch):
+    import os
+
+    from diagnose.read.collect import _display
+
+    monkeypatch.chdir(tmp_path)
+    cwd = os.getcwd()
+    for p in [f"{cwd}/a/b.log", "a/b.log", f"{os.path.dirname(cwd)}/x.log", "/x/y/z.log", f"{cwd}/../.h/x", cwd]:
+        rel = os.path.relpath(p)
+        assert _display(Path(p), cwd) == (rel if not rel.startswith("../../") else str(Path(p)))
