@@ -56,3 +56,18 @@ def test_fleet_warnings_are_inert(tmp_path):
     bad.write_text("{not json")
     r = CliRunner().invoke(main, ["fleet", str(tmp_path)])
     _clean(r.output, "output")
+
+
+def test_fleet_exports_replace_links_and_never_overwrite_a_device(tmp_path):
+    _reports(tmp_path / "all.jsonl")
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (tmp_path / "csv").mkdir()
+    (tmp_path / "csv" / "by_category.csv").symlink_to(victim)
+    (tmp_path / "m.prom").symlink_to(victim)
+    r = CliRunner().invoke(main, ["fleet", "--csv", str(tmp_path / "csv"), "--prom", str(tmp_path / "m.prom"),
+                                  str(tmp_path / "all.jsonl")])
+    assert r.exit_code == 0, r.output
+    assert victim.read_text() == "keep\n"
+    assert not (tmp_path / "csv" / "by_category.csv").is_symlink() and not (tmp_path / "m.prom").is_symlink()
+    assert stat.S_IMODE((tmp_path / "m.prom").stat().st_mode) == 0o644
