@@ -58,3 +58,15 @@ def test_display_paths_without_relpath_agree_with_relpath(tmp_path, monkeypatch)
     for p in [f"{cwd}/a/b.log", "a/b.log", f"{os.path.dirname(cwd)}/x.log", "/x/y/z.log", f"{cwd}/../.h/x", cwd]:
         rel = os.path.relpath(p)
         assert _display(Path(p), cwd) == (rel if not rel.startswith("../../") else str(Path(p)))
+
+
+def test_huge_world_size_with_per_rank_files(tmp_path):
+    """A world size of 10^11 next to per-rank files: the ranks without output are named as ranges, without
+    a list of the whole world in memory."""
+    dump = ("------------------------ arguments ------------------------\n"
+            "  world_size ...................................... 100000000000\n"
+            "-------------------- end of arguments ---------------------\n")
+    (tmp_path / "job-rank0.log").write_text(dump + TB)
+    (tmp_path / "job-rank2.log").write_text("ok\n")
+    d = diagnose([str(tmp_path)])
+    assert d.job.get("ranks_without_output") == "1, 3-99999999999"
