@@ -18,3 +18,12 @@ def test_renderers_leave_no_raw_control_character(render):
     out = render(NASTY)
     assert not RAW.search(out), repr(out)
     assert "\\u202e" in out and "\\u200b" in out
+
+
+@pytest.mark.parametrize("text,want", [
+    ("host @carol-node#7", "host `@carol-node#7`"),  # one span: `#7` right after a code span would be linked
+    ("GH-7#1 and @a#2", "`GH-7#1` and `@a#2`"),
+    ("see owner/repo#45", "see `owner/repo#45`"),
+])
+def test_markdown_issue_references_next_to_other_text_are_code(text, want):
+    assert esc(text) == want
