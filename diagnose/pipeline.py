@@ -32,7 +32,7 @@ def diagnose(
     if deadline:
         kept, cut = scan_deadline.trim(kept, deadline)
         warnings += [cut] if cut else []
-    if deadline and deadline.fired:
+    if deadline and deadline.partial:
         warnings.append(deadline.summary())
     df = attribute.attribute(kept, sources)
     df, _year = timeline.add_times(df, sources)
@@ -62,7 +62,7 @@ def diagnose(
         sources=sources,
         job=job,
         warnings=warnings,
-        partial=bool(deadline and deadline.fired),
+        partial=bool(deadline and deadline.partial),
         summarised=bool(summary.get("summarised")),
         summarised_lines=summary.get("summarised_lines", 0),
     )

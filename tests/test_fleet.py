@@ -383,7 +383,8 @@ def test_list_columns_are_lists_in_parquet_and_json_joined_in_csv(tmp_path, flee
 
 
 def test_csv_and_parquet_cells_cannot_start_a_formula(tmp_path, base):
-    """OWASP CSV injection: text from logs (a host name, a title) that starts with = + - @ TAB CR gets a '."""
+    """OWASP CSV injection: text from logs (a host name, a title) that starts with = + - @ TAB gets a '; a CR
+    is shown escaped (\\x0d) like every control character, so it starts nothing."""
     evil = ["=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tx", "\rx"]
     docs = []
     for i, host in enumerate(evil * 3):
@@ -396,7 +397,7 @@ def test_csv_and_parquet_cells_cannot_start_a_formula(tmp_path, base):
     export(t, tmp_path / "csv", "csv")
     export(t, tmp_path / "pq", "parquet")
     for df in (pl.read_csv(tmp_path / "csv" / "suspect_nodes.csv"), pl.read_parquet(tmp_path / "pq" / "suspect_nodes.parquet")):
-        assert sorted(df["host"].to_list()) == sorted("'" + h for h in evil)
+        assert sorted(df["host"].to_list()) == sorted("\\x0dx" if h == "\rx" else "'" + h for h in evil)
     fp = pl.read_parquet(tmp_path / "pq" / "fingerprints.parquet")
-    assert fp["title"].str.starts_with("'").all()
+    assert (fp["title"].str.starts_with("'") | (fp["title"] == "\\x0dx")).all()
     assert t["suspect_nodes"]["host"].str.starts_with("'").sum() == 0  # only the exports are changed

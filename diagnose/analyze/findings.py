@@ -174,10 +174,12 @@ def ranks_without_output(ctx: JobContext, sources) -> str | None:
     have = {s.task for s in sources if s.layout == "per-rank" and s.task is not None}
     if not world or not have or max(have) >= world:
         return None
-    missing = sorted(set(range(world)) - have)
-    if not missing:
-        return None
-    return rank_ranges(missing)
+    gaps, prev = [], -1  # the gaps between the ranks that have a file: no list of the whole world (it may be huge)
+    for r in sorted(have) + [world]:
+        if r > prev + 1:
+            gaps.append(f"{prev + 1}-{r - 1}" if r - 1 > prev + 1 else str(prev + 1))
+        prev = r
+    return ", ".join(gaps) or None
 
 
 def rank_ranges(ranks: list[int]) -> str:

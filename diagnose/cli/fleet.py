@@ -57,17 +57,19 @@ def fleet(paths, as_json, csv_dir, parquet_dir, prom_file, since, until, top, gp
 
     from rich.console import Console
 
+    from diagnose.fleet.scrub import clean_text
+
     s, u = _date(since), _date(until, end=True)
     warnings: list[str] = []
     try:
         df = load(list(paths), warnings)
     except FleetInputError as exc:
-        click.echo(f"mdiag: error: {exc}", err=True)
+        click.echo(f"mdiag: error: {clean_text(str(exc))}", err=True)
         sys.exit(2)
     for w in warnings:
-        click.echo(f"mdiag: warning: {w}", err=True)
+        click.echo(f"mdiag: warning: {clean_text(w)}", err=True)
     if df.height == 0:
-        click.echo(f"mdiag: error: no mdiag reports (*.json, *.jsonl) found in {', '.join(paths)}", err=True)
+        click.echo(f"mdiag: error: no mdiag reports (*.json, *.jsonl) found in {clean_text(', '.join(paths))}", err=True)
         sys.exit(2)
     tables = summarize(prepare(df, gpus_per_node=gpus_per_node), s, u, top=top)
     if csv_dir:

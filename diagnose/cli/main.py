@@ -128,6 +128,19 @@ class _DefaultGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
+MAX_TIMEOUT_S = 1e9  # about 30 years: any longer --timeout (inf included) is no bound at all
+
+
+def _timeout(value: float | None) -> float | None:
+    """--timeout as a number of seconds, or None: `nan` is refused, a value past MAX_TIMEOUT_S (`inf`, `1e308`)
+    bounds nothing."""
+    if value is None or value < MAX_TIMEOUT_S:
+        return value
+    if value != value:
+        raise click.BadParameter("not a number of seconds")
+    return None
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -157,6 +170,7 @@ def main() -> None:
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(file_okay=False),
               help="Extra folder of pattern *.toml files (repeatable); a pattern with a built-in id replaces it.")
 @click.option("--timeout", "timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              callback=lambda ctx, param, value: _timeout(value),
               help="Bound the whole run: stop reading when it is reached and report what was read, "
                    "marked partial (JSON \"partial\": true; warnings say what was not read).")
 @click.option("--no-redact", "no_redact", is_flag=True,

@@ -106,15 +106,12 @@ def prometheus(tables: dict, top: int = 20, now: float | None = None) -> str:
 
 
 def write_prometheus(path: str | os.PathLike, tables: dict, top: int = 20) -> None:
-    """For node_exporter's textfile collector: written to a temporary file and renamed (atomic)."""
-    try:
-        from prometheus_client import write_to_textfile
-    except ImportError:
-        from diagnose.render.outputs import write_text_atomic
+    """For node_exporter's textfile collector (which runs as its own user, hence 0644): the text of
+    prometheus_client's generate_latest written to a temporary file created exclusively and renamed into place
+    (never through a link, never over a device or FIFO)."""
+    from diagnose.render.outputs import write_text_atomic
 
-        write_text_atomic(path, text_format(tables, top), mode=0o644)
-        return
-    write_to_textfile(str(path), _registry(tables, top))
+    write_text_atomic(path, prometheus(tables, top), mode=0o644)
 
 
 FORMULA_START = r"^[=+\-@\t\r]"  # what a spreadsheet may run as a formula (OWASP CSV injection)
@@ -152,17 +149,25 @@ def _joined(df):
     ) if lists else df
 
 
+EXPORT_MODE = 0o640  # like the reports: host names and job ids are not for every user of the machine
+
+
 def export(tables: dict, folder: str, fmt: str) -> list[Path]:
-    """Each table as DIR/<table>.csv or .parquet.  Times are UTC with their offset (CSV: RFC 3339, Parquet:
-    timestamps in UTC); `times_assumed_utc` says where a report's time had none."""
+    """Each table as DIR/<table>.csv or .parquet, written like the reports (a temp file renamed into place: a
+    link planted at a table's name is replaced, never followed), mode EXPORT_MODE.  Times are UTC with their
+    offset (CSV: RFC 3339, Parquet: timestamps in UTC); `times_assumed_utc` says where a report's time had none."""
+    from diagnose.render.outputs import write_atomic_with
+
     d = Path(folder)
     d.mkdir(parents=True, exist_ok=True)
     out = []
     for name in TABLES:
         p = d / f"{name}.{fmt}"
         if fmt == "csv":
-            _utc(defuse(_joined(tables[name]))).write_csv(p, datetime_format="%Y-%m-%dT%H:%M:%S%.f%:z")
+            df = _utc(defuse(_joined(tables[name])))
+            write_atomic_with(p, lambda fd, tmp: df.write_csv(tmp, datetime_format="%Y-%m-%dT%H:%M:%S%.f%:z"), EXPORT_MODE)
         else:
-            _utc(defuse(tables[name])).write_parquet(p)
+            df = _utc(defuse(tables[name]))
+            write_atomic_with(p, lambda fd, tmp: df.write_parquet(tmp), EXPORT_MODE)
         out.append(p)
     return out

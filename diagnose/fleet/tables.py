@@ -12,6 +12,7 @@ import re
 from datetime import datetime, timezone
 
 from diagnose.fleet.suspects import ALPHA, HW_CATEGORIES, HW_THRESHOLD, MIN_COUNT, suspect_nodes
+from diagnose.fleet.scrub import scrub
 
 TABLES = ("by_category", "by_week", "fingerprints", "suspect_nodes")
 
@@ -161,5 +162,5 @@ def summarize(df, since: datetime | None = None, until: datetime | None = None, 
         "suspect_rule": (f"root-cause host in >= {HW_THRESHOLD} {'/'.join(HW_CATEGORIES)} failures, or in >= {MIN_COUNT} "
                          f"failures with P(Poisson(fleet mean) >= count) < {ALPHA} / hosts"),
     }
-    return {"summary": summary, "by_category": by_category, "by_week": by_week, "fingerprints": fingerprints,
-            "suspect_nodes": suspects}
+    return scrub({"summary": summary, "by_category": by_category, "by_week": by_week, "fingerprints": fingerprints,
+                  "suspect_nodes": suspects})

@@ -144,6 +144,8 @@ def _pathological(rx: str) -> str | None:
 
 
 PATTERN_FILE_MAX_BYTES = 1024 * 1024
+REGEX_MAX_CHARS = 4096  # the longest built-in regex has under 600; a huge one takes seconds to compile and check
+_ID = regex.compile(r"[A-Za-z0-9_.-]{1,100}")
 # key → (types, words): what each key of a [[pattern]] table must hold
 _KEY_TYPES = {
     "id": (str, "text"), "role": (str, "text"), "regex": (str, "text"), "title": (str, "text"), "why": (str, "text"),
@@ -211,6 +213,8 @@ def load_file(path: Path, check_engine: bool = True) -> list[Pattern]:
         data = tomllib.loads(_read_pattern_file(path))
     except tomllib.TOMLDecodeError as exc:
         raise PatternError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise PatternError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
     category = data.get("category")
     if category not in CATEGORIES:
         raise PatternError(f"{path}: category {str(category)[:40]!r} is not one of {', '.join(CATEGORIES)}")
@@ -228,6 +232,11 @@ def load_file(path: Path, check_engine: bool = True) -> list[Pattern]:
         unknown = set(raw) - set(REQUIRED) - {"near_misses", "priority", "category", "frames"}
         if unknown:
             raise PatternError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+        if not _ID.fullmatch(pid) and not pid.startswith("#"):
+            raise PatternError(f"{path}: pattern {pid[:40]!r}: id must be letters, digits and . _ - (up to 100)")
+        for key in ("regex", "frames"):
+            if len(raw.get(key) or "") > REGEX_MAX_CHARS:
+                raise PatternError(f"{where}: {key} of {len(raw[key])} characters, over the {REGEX_MAX_CHARS} a pattern may have")
         if raw["role"] not in ROLES:
             raise PatternError(f"{where}: role {raw['role']!r} is not one of {', '.join(ROLES)}")
         cat = raw.get("category", category)

@@ -62,7 +62,14 @@ def expand(paths: list[str], deadline=None) -> tuple[list[Path], list[str]]:
             else:
                 problems.append(f"{arg}: not a regular file ({_kind(st)}), skipped")
         elif why == "no such file or folder" and any(ch in arg for ch in "*?["):
-            matches = sorted(glob.glob(arg, recursive=True))
+            matches = []
+            for m in glob.iglob(arg, recursive=True):
+                if deadline is not None and (len(matches) % 1024 == 1023 or len(matches) >= deadline.max_files) \
+                        and deadline.listing_over(len(matches)):
+                    warnings.append(f"{arg}: matching stopped by --timeout after {len(matches)} paths")
+                    break
+                matches.append(m)
+            matches.sort()
             if not matches:
                 problems.append(f"{arg}: no file matches this pattern")
             for m in matches:
@@ -123,8 +130,8 @@ def _walk(top: Path, deadline=None) -> tuple[list[tuple[Path, os.stat_result]], 
     found, warnings = [], []
     stack = [top]
     while stack:
-        if deadline is not None and deadline.expired():
-            warnings.append(f"{top}: listing stopped by --timeout; {len(stack)} folder(s) not listed")
+        if deadline is not None and deadline.listing_over(len(found)):
+            warnings.append(f"{top}: listing stopped by --timeout after {len(found)} files; {len(stack)} folder(s) not listed")
             break
         folder = stack.pop()
         try:
@@ -136,7 +143,8 @@ def _walk(top: Path, deadline=None) -> tuple[list[tuple[Path, os.stat_result]], 
             continue
         subdirs = []
         for i, e in enumerate(entries):
-            if deadline is not None and i % 1024 == 1023 and deadline.expired():
+            if deadline is not None and (i % 1024 == 1023 or len(found) >= deadline.max_files) \
+                    and deadline.listing_over(len(found)):
                 warnings.append(f"{folder}: listing stopped by --timeout after {i} of {len(entries)} entries")
                 stack.clear()
                 break
@@ -162,10 +170,14 @@ def _walk(top: Path, deadline=None) -> tuple[list[tuple[Path, os.stat_result]], 
 def describe(files: list[Path]) -> list[Source]:
     """What each path says: layout, stream, local rank, attempt, task, node."""
     sources = []
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory was removed
+        cwd = None
     for i, f in enumerate(files):
         posix = f.as_posix()
         name = f.name[:-3] if f.name.endswith(".gz") else f.name
-        src = Source(index=i, path=f, display=_display(f), layout="merged")
+        src = Source(index=i, path=f, display=_display(f, cwd), layout="merged")
         m = _ATTEMPT.search(posix[:-3] if posix.endswith(".gz") else posix)
         if m:
             if m.group(1) is not None:
@@ -205,9 +217,17 @@ def _confirm_per_rank(sources: list[Source]) -> None:
             s.task = None
 
 
-def _display(f: Path) -> str:
+def _display(f: Path, cwd: str | None = None) -> str:
+    """The path as given relative to the working directory (at most one level up), else absolute."""
+    text = str(f)
+    if cwd is not None and text.startswith("/") and "/." not in text:  # without relpath, for many files
+        if text.startswith(cwd + "/"):
+            return text[len(cwd) + 1:]
+        up = os.path.dirname(cwd)
+        if up != "/" and not text.startswith(up + "/"):
+            return text  # more than one level up
     try:
-        rel = os.path.relpath(f)
-    except ValueError:
-        return str(f)
-    return rel if not rel.startswith("../../") else str(f)
+        rel = os.path.relpath(f, cwd)
+    except (ValueError, OSError):
+        return text
+    return rel if not rel.startswith("../../") else text

@@ -10,7 +10,12 @@ import time
 
 import polars as pl
 
+LIST_SHARE = 0.25  # listing folders and globs stops here, so the files found can still be described and read
 READ_SHARE = 0.7
+# Files a run can describe, open and read per second of its limit (about a third of what it does, as for
+# ROWS_PER_SECOND); listing stops at this many, never fewer than MIN_FILES.
+FILES_PER_SECOND = 4_000
+MIN_FILES = 1_000
 FILTER_SHARE = 0.85  # lines read before READ_SHARE are filtered until this share of the limit
 # Candidate lines the analysis gets through per second of time left, counted low (about a third of
 # what one busy core does) so a run ends near its limit; never fewer than MIN_ROWS.
@@ -27,9 +32,12 @@ class Deadline:
         self.seconds = seconds
         now = time.monotonic()
         self.end = now + seconds
+        self.list_at = now + LIST_SHARE * seconds  # when listing folders and globs stops
+        self.max_files = MIN_FILES if not seconds > 0 else int(min(max(MIN_FILES, seconds * FILES_PER_SECOND), 2**62))
         self.at = now + READ_SHARE * seconds  # when reading stops
         self.filter_at = now + FILTER_SHARE * seconds  # when filtering what was read stops
         self.fired = False
+        self.unlisted = False  # listing stopped (listing_over) before every folder was listed
         self.unread: list[str] = []  # files not opened at all
 
     def summary(self) -> str:
@@ -44,6 +52,19 @@ class Deadline:
             self.fired = True
         return self.fired
 
+    def listing_over(self, listed: int = 0) -> bool:
+        """Past the time for listing folders and globs, or `listed` files are all the run can read in its
+        time: the files not listed make the run partial."""
+        if listed >= self.max_files or time.monotonic() >= self.list_at:
+            self.unlisted = True
+            return True
+        return False
+
+    @property
+    def partial(self) -> bool:
+        """Something was not listed, read or analysed."""
+        return self.fired or self.unlisted
+
     def late(self) -> bool:
         """Past the time for filtering what was read ahead (then the rest is not analysed)."""
         if time.monotonic() >= self.filter_at:
@@ -53,7 +74,8 @@ class Deadline:
 
     def rows_left(self) -> int:
         """How many candidate lines the analysis can take in the time left."""
-        return max(MIN_ROWS, int((self.end - time.monotonic()) * ROWS_PER_SECOND))
+        left = (self.end - time.monotonic()) * ROWS_PER_SECOND
+        return max(MIN_ROWS, int(left)) if left < 2**62 else 2**62  # an endless limit (inf, nan) leaves room for all
 
 
 def trim(kept: pl.DataFrame, deadline: Deadline) -> tuple[pl.DataFrame, str | None]:

@@ -18,8 +18,8 @@ _MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~&]|(?<!\w)_|_(?!\w))")
 
 
 # What GitHub (and chat tools) turn into a notification, a cross-reference or a link: put in a code span.
-_ACTIVE = re.compile(r"(?:(?:https?|ftp|file)://|\bwww\.)\S+?(?=[.,;:!?)\]'\"]*(?:\s|$))|(?<![\w/])@[A-Za-z0-9][\w-]*(?:/[\w.-]+)?|"
-                     r"(?<![\w&/])(?:[\w.-]+/[\w.-]+)?#\d+\b|\bGH-\d+\b")
+_ACTIVE = re.compile(r"(?:(?:https?|ftp|file)://|\bwww\.)\S+?(?=[.,;:!?)\]'\"]*(?:\s|$))|(?<![\w/])@[A-Za-z0-9][\w-]*(?:/[\w.-]+)?(?:#\d+\b)?|"
+                     r"(?<![\w&/])(?:[\w.-]+/[\w.-]+)?#\d+\b|\bGH-\d+\b(?:#\d+\b)?")  # `@node#7` whole: a `#7` after a code span is linked
 
 
 def esc(text: object) -> str:
@@ -27,10 +27,16 @@ def esc(text: object) -> str:
     #123 references and bare URLs become code spans, so pasting a report pings, links and cross-references
     nothing."""
     s = inert(" ".join(str(text).split()))
-    out, at = [], 0
+    spans: list[list[int]] = []  # adjacent matches (`@node#7`) share one code span
     for m in _ACTIVE.finditer(s):
-        out += [_MD_SPECIAL.sub(r"\\\1", s[at:m.start()]), code(m.group(0))]
-        at = m.end()
+        if spans and spans[-1][1] == m.start():
+            spans[-1][1] = m.end()
+        else:
+            spans.append([m.start(), m.end()])
+    out, at = [], 0
+    for start, end in spans:
+        out += [_MD_SPECIAL.sub(r"\\\1", s[at:start]), code(s[start:end])]
+        at = end
     out.append(_MD_SPECIAL.sub(r"\\\1", s[at:]))
     return "".join(out)
 

@@ -83,23 +83,40 @@ def _remove_stale_temps(path: Path) -> None:
         pass
 
 
-def write_text_atomic(path: str | os.PathLike, text: str, mode: int = REPORT_MODE) -> Path:
-    """Write `path` so readers never see a partial file: a temp file in the same folder (created
-    exclusively, never through a link), fsync, rename (which replaces a link, never follows it).
-    The temp file is removed on any error and on SIGTERM/SIGHUP/SIGINT; stale ones are swept."""
+def _refuse_special(path: Path) -> None:
+    """A path that is a device, FIFO, socket or folder is never replaced (as root, `--html /dev/null` would
+    otherwise turn the device into a regular file); a link there is replaced, never followed."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        raise OSError(errno.EINVAL, f"{path} is not a regular file, not written")
+
+
+def write_atomic_with(path: str | os.PathLike, write, mode: int = REPORT_MODE) -> Path:
+    """Write `path` so readers never see a partial file: `write(fd, tmp)` fills a temp file in the same folder
+    (created exclusively, never through a link), then it is fsynced and renamed (which replaces a link, never
+    follows it).  The temp file is removed on any error and on SIGTERM/SIGHUP/SIGINT; stale ones are swept."""
     path = Path(path)
+    _refuse_special(path)
     with _signals_raise():
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
             umask = os.umask(0)
             os.umask(umask)
             os.fchmod(fd, mode & ~umask)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
+            write(fd, tmp)
+            os.fsync(fd)
+            os.close(fd)
+            fd = -1
             os.replace(tmp, path)
         except BaseException:
+            try:
+                if fd >= 0:
+                    os.close(fd)
+            except OSError:
+                pass
             try:
                 os.unlink(tmp)
             except OSError:
@@ -107,6 +124,18 @@ def write_text_atomic(path: str | os.PathLike, text: str, mode: int = REPORT_MOD
             raise
     _remove_stale_temps(path)
     return path
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, mode: int = REPORT_MODE) -> Path:
+    """Write `text` to `path` atomically (see write_atomic_with), through the temp file's own descriptor."""
+    data = text.encode("utf-8")
+
+    def write(fd: int, tmp: str) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+
+    return write_atomic_with(path, write, mode)
 
 
 def write_json_atomic(folder: str | Path, name: str, doc: dict) -> Path:

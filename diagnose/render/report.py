@@ -22,9 +22,11 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[
 
 
 def inert(text: str) -> str:
-    """ANSI/OSC escape sequences and other control characters shown as visible escapes."""
+    """ANSI/OSC escape sequences and other control characters (C0, C1, bidi, zero-width) shown as visible escapes."""
+    from diagnose.render.redact import inert_text
+
     text = _ANSI.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+    return inert_text(_CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text))
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

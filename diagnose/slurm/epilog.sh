@@ -20,7 +20,7 @@ umask 027
 # %u, %x, ..., relative to the work dir), decide whether the job failed, print mdiag's JSON.
 # shellcheck disable=SC2317  # run through `declare -f` below
 _mdiag_user_part() {
-  local out f g failed=0 IFS=
+  local out f g lit failed=0 IFS=
   local -a logs=() found=()
   [ "${SLURM_JOB_EXIT_CODE:-0}" != "0" ] && failed=1
   [ "${SLURM_JOB_DERIVED_EC:-0}" != "0" ] && failed=1
@@ -31,10 +31,15 @@ _mdiag_user_part() {
     f="${f//%u/${SLURM_JOB_USER:-}}"; f="${f//%N/${SLURMD_NODENAME:-}}"
     case $f in /*) ;; *) f="${SLURM_JOB_WORK_DIR:-/}/$f" ;; esac
     # the path's own glob characters stay literal; each remaining %-pattern matches any text
+    lit="$f"
     f="${f//\\/\\\\}"; f="${f//\*/\\*}"; f="${f//\?/\\?}"; f="${f//\[/\\[}"
-    while [[ $f =~ ^(.*)%[0-9]*[a-zA-Z](.*)$ ]]; do f="${BASH_REMATCH[1]}*${BASH_REMATCH[2]}"; done
-    # shellcheck disable=SC2206  # IFS is empty: no word splitting, only the globbing wanted here
-    found=($f)
+    if [[ $lit =~ %[0-9]*[a-zA-Z] ]]; then
+      while [[ $f =~ ^(.*)%[0-9]*[a-zA-Z](.*)$ ]]; do f="${BASH_REMATCH[1]}*${BASH_REMATCH[2]}"; done
+      # shellcheck disable=SC2206  # IFS is empty: no word splitting, only the globbing wanted here
+      found=($f)
+    else
+      found=("$lit")  # no pattern left: the path itself (an escaped glob would not be expanded)
+    fi
     for g in "${found[@]}"; do
       [ -f "$g" ] && [[ ! " ${logs[*]} " == *" $g "* ]] && logs+=("$g")
     done
