@@ -26,16 +26,16 @@ def render(tables: dict, console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from diagnose.render.report import inert
+    from diagnose.render.report import inert, plural
 
     s = tables["summary"]
     head = Text()
     head.append("mdiag fleet", style="bold")
-    head.append(f" · {s['reports']:,} reports · {s['failures']:,} failures")
+    head.append(f" · {plural(s['reports'], 'report')} · {plural(s['failures'], 'failure')}")
     if s["first"]:
         head.append(f" · {s['first'][:10]} … {s['last'][:10]}")
     if s["failures_with_gpu_hours"]:
-        head.append(f" · {s['gpu_hours_lost']:,.1f} GPU-hours lost ({s['failures_with_gpu_hours']:,} jobs with SLURM accounting)")
+        head.append(f" · {s['gpu_hours_lost']:,.1f} GPU-hours lost ({plural(s['failures_with_gpu_hours'], 'job')} with SLURM accounting)")
     console.print(head)
 
     def table(title, df, cols, right=(), prose=()):

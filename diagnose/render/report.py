@@ -154,7 +154,7 @@ def detail_lines(d: dict) -> list[str]:
     elif said:
         out.append(f"{', '.join(said)}; the rank that stalled is not in the logs")
     if d.get("also_on_ranks"):
-        out.append(f"same error on {_ranks(d['also_on_ranks'])} ({d.get('occurrences')} occurrences)")
+        out.append(f"same error on {_ranks(d['also_on_ranks'])} ({plural(d.get('occurrences') or 0, 'occurrence')})")
     if p := d.get("progress"):
         line = f"training reached iteration {p['last_iteration']:,} of {p['train_iters']:,}"
         if "seconds_after_last_iteration" in p:
