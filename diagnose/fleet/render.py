@@ -51,10 +51,16 @@ def render(tables: dict, console) -> None:
             for i, (c, _) in enumerate(cols):
                 if c in prose:
                     widths[i] = max(8, natural[i] * max(room, 0) // want)
+        # still too wide: narrow the widest text column, one character at a time; counts stay whole
+        while sum(widths) + 3 * len(cols) + 1 > console.width:
+            i = max((i for i, (c, _) in enumerate(cols) if c not in right), key=lambda i: widths[i])
+            if widths[i] <= 4:
+                break
+            widths[i] -= 1
         t = Table(title=Text(title, style="bold"), title_justify="left", expand=False)
         for i, (c, label) in enumerate(cols):
             t.add_column(label, justify="right" if c in right else "left", overflow="ellipsis", no_wrap=True,
-                         max_width=widths[i] if c in prose else None)
+                         max_width=widths[i], min_width=widths[i])
         for r in cells:
             t.add_row(*[Text(_cut(x, w)) for x, w in zip(r, widths)])
         if df.height == 0:
