@@ -187,3 +187,16 @@ def test_root_cause_path_line_is_whole_on_one_line_even_at_40_columns(tmp_path):
     shown = [ln.removeprefix("root cause at ") for ln in res.stdout.splitlines() if ln.startswith("root cause at ")]
     assert len(shown) == 1 and shown[0].endswith(":97")
     assert Path(shown[0].removesuffix(":97")).resolve() == deep.resolve()
+
+
+def test_symptom_evidence_is_whole_and_rows_are_never_wrapped_at_any_width(tmp_path):
+    """The symptoms table cuts `what` with … rather than wrapping; every `path:line` stays whole on
+    one line, in the table when it fits, else listed below it."""
+    for cols in (40, 60, 80, 100, 160):
+        res = CliRunner().invoke(main, [str(OOM)], env={"COLUMNS": str(cols), "NO_COLOR": "1"})
+        table = res.stdout.split("Downstream symptoms")[1].split("read 263 lines")[0].splitlines()
+        rows = [ln for ln in table if ln.startswith("│")]
+        assert len(rows) == 4, (cols, res.stdout)  # one line per symptom
+        assert all(len(ln) <= cols and ln[-1] in "┓┃┩│┘" for ln in table if ln[:1] in "┏┃┡│└"), cols
+        for n in (121, 146, 149, 167):
+            assert sum(f"megatron-1234.err:{n} " in ln for ln in table) == 1, (cols, n)

@@ -85,3 +85,18 @@ def test_readme_commands_are_the_ones_that_work():
     ci = (SAMPLES.parent / ".ci" / "run").read_text()
     test_cmd = "pip install -e '.[test]' && python -m pytest"
     assert top[1] == f"python3 -m venv .venv && . .venv/bin/activate && {test_cmd}" and test_cmd in ci
+
+
+def test_readme_trap_example_uses_the_timeouts_that_fit_killwait(monkeypatch):
+    """The README's trap is what `mdiag hook --trap` prints where KillWait is SLURM's default 30 s:
+    mdiag reads 25 s and is killed 30 s after the trap starts, never after SLURM's SIGKILL."""
+    from click.testing import CliRunner
+
+    from diagnose.cli.main import main
+
+    monkeypatch.setenv("PATH", "/nonexistent")  # no scontrol: KillWait unknown, the defaults
+    printed = CliRunner().invoke(main, ["hook", "--trap"]).stdout
+    readme = README.read_text(encoding="utf-8").split("_mdiag_on_exit()", 1)[1].split("# --- end mdiag", 1)[0]
+    for text in ("--timeout 25 ", "timeout -s KILL 30 bash -c "):
+        assert text in printed and text in readme, text
+    assert "--timeout 60" not in readme and "KILL 65" not in readme

@@ -191,64 +191,14 @@ def run(paths: tuple[str, ...], as_json: bool, fmt: str | None, html_file: str |
     if not paths and not slurm_job:
         click.echo("mdiag: error: give log files, folders or globs, - for stdin, or a SLURM job id (try 'mdiag --help')", err=True)
         sys.exit(EXIT_USAGE)
-    with _stdin_as_file(list(paths)) as (paths, stdin_file):
+    from diagnose.cli.stdin import STDIN_NAME, rename_source, stdin_as_file
+
+    with stdin_as_file(list(paths)) as (paths, stdin_file):
         d = _diagnose(paths, slurm_job, pattern_dirs, timeout)
         if stdin_file is not None:
-            _rename_source(d, stdin_file, STDIN_NAME)
+            rename_source(d, stdin_file, STDIN_NAME)
     job_id = job_id or slurm_job
     _report(d, paths, as_json, fmt, html_file, job_id, json_out, jsonl, no_redact)
-
-
-STDIN_NAME = "<stdin>"
-
-
-@contextlib.contextmanager
-def _stdin_as_file(paths: list[str]):
-    """`-` among the paths: stdin copied to a private temporary file (gzip kept as such), removed after."""
-    if "-" not in paths:
-        yield paths, None
-        return
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    if sys.stdin is None:
-        click.echo("mdiag: error: - names stdin, but there is none", err=True)
-        sys.exit(EXIT_USAGE)
-    if sys.stdin.isatty():
-        click.echo("mdiag: reading the log from stdin (Ctrl-D ends it)", err=True)
-    folder = Path(tempfile.mkdtemp(prefix="mdiag-stdin-"))
-    try:
-        src = getattr(sys.stdin, "buffer", sys.stdin)
-        head = src.read(2)
-        head = head.encode() if isinstance(head, str) else head
-        f = folder / ("stdin.log.gz" if head == b"\x1f\x8b" else "stdin.log")
-        with open(f, "wb") as out:
-            out.write(head)
-            if isinstance(src.read(0), str):
-                for chunk in iter(lambda: src.read(1 << 20), ""):
-                    out.write(chunk.encode("utf-8", "surrogateescape"))
-            else:
-                shutil.copyfileobj(src, out, 1 << 20)
-        yield [str(f) if p == "-" else p for p in dict.fromkeys(paths)], f
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _rename_source(d, path, name: str) -> None:
-    """Evidence from the stdin copy names `<stdin>`, not the temporary file."""
-    for s in d.sources:
-        if s.path == path:
-            old, s.display = s.display, name
-            break
-    else:
-        return
-    evidence = [d.root_cause.evidence] if d.root_cause and d.root_cause.evidence else []
-    evidence += [s.evidence for s in d.symptoms]
-    for e in evidence:
-        if e.file == old:
-            e.file = name
-    d.warnings = [w.replace(old, name).replace(str(path), name) for w in d.warnings]
 
 
 def _diagnose(paths, slurm_job, pattern_dirs, timeout):

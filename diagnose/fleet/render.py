@@ -26,16 +26,16 @@ def render(tables: dict, console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from diagnose.render.report import inert
+    from diagnose.render.report import inert, plural
 
     s = tables["summary"]
     head = Text()
     head.append("mdiag fleet", style="bold")
-    head.append(f" · {s['reports']:,} reports · {s['failures']:,} failures")
+    head.append(f" · {plural(s['reports'], 'report')} · {plural(s['failures'], 'failure')}")
     if s["first"]:
         head.append(f" · {s['first'][:10]} … {s['last'][:10]}")
     if s["failures_with_gpu_hours"]:
-        head.append(f" · {s['gpu_hours_lost']:,.1f} GPU-hours lost ({s['failures_with_gpu_hours']:,} jobs with SLURM accounting)")
+        head.append(f" · {s['gpu_hours_lost']:,.1f} GPU-hours lost ({plural(s['failures_with_gpu_hours'], 'job')} with SLURM accounting)")
     console.print(head)
 
     def table(title, df, cols, right=(), prose=()):
@@ -51,10 +51,16 @@ def render(tables: dict, console) -> None:
             for i, (c, _) in enumerate(cols):
                 if c in prose:
                     widths[i] = max(8, natural[i] * max(room, 0) // want)
+        # still too wide: narrow the widest text column, one character at a time; counts stay whole
+        while sum(widths) + 3 * len(cols) + 1 > console.width:
+            i = max((i for i, (c, _) in enumerate(cols) if c not in right), key=lambda i: widths[i])
+            if widths[i] <= 4:
+                break
+            widths[i] -= 1
         t = Table(title=Text(title, style="bold"), title_justify="left", expand=False)
         for i, (c, label) in enumerate(cols):
             t.add_column(label, justify="right" if c in right else "left", overflow="ellipsis", no_wrap=True,
-                         max_width=widths[i] if c in prose else None)
+                         max_width=widths[i], min_width=widths[i])
         for r in cells:
             t.add_row(*[Text(_cut(x, w)) for x, w in zip(r, widths)])
         if df.height == 0:

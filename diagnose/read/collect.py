@@ -10,7 +10,9 @@ from pathlib import Path
 
 from diagnose.model import Source
 
-LOG_SUFFIXES = (".err", ".out", ".log", ".txt")
+LOG_SUFFIXES = (".err", ".out", ".log", ".txt", ".stderr", ".stdout")
+# a rotated log keeps its name and gains a number, then maybe .gz: train.log.1, slurm-1234.err.2.gz
+_ROTATED = re.compile(r"\.\d{1,4}$")
 # torchrun --log-dir: <run_id>/attempt_<n>/<local_rank>/{stdout,stderr}.log and error.json
 _ATTEMPT = re.compile(r"(?:^|/)attempt_(\d+)/(\d+)/(stdout|stderr)\.log$|(?:^|/)attempt_(\d+)/(\d+)/error\.json$")
 # srun/sbatch filename patterns: %t task id, %N node name, e.g. job-1234-3.err, job-1234-node004.out
@@ -23,10 +25,16 @@ class InputError(Exception):
     """Bad input: reported as one line on stderr with exit code 2."""
 
 
-def _wanted(path: Path) -> bool:
-    name = path.name
+def log_name(name: str) -> str:
+    """A file name without .gz and without a rotation number: `train.log.2.gz` → `train.log`."""
     if name.endswith(".gz"):
         name = name[:-3]
+    base = _ROTATED.sub("", name)
+    return base if base.endswith(LOG_SUFFIXES) else name
+
+
+def _wanted(path: Path) -> bool:
+    name = log_name(path.name)
     return name.endswith(LOG_SUFFIXES) or name == "error.json"
 
 
@@ -54,7 +62,8 @@ def expand(paths: list[str], deadline=None) -> tuple[list[Path], list[str]]:
             found, walk_warnings = _walk(p, deadline)
             warnings += walk_warnings
             if not found:
-                problems.append(f"{arg}: no log files (*.err, *.out, *.log, *.txt, error.json) in this folder")
+                problems.append(f"{arg}: no log files (*.err, *.out, *.log, *.txt, *.stderr, *.stdout, "
+                                f"rotated *.log.1, error.json) in this folder")
             files.extend(found)
         elif st is not None:
             if stat.S_ISREG(st.st_mode):
@@ -176,7 +185,7 @@ def describe(files: list[Path]) -> list[Source]:
         cwd = None
     for i, f in enumerate(files):
         posix = f.as_posix()
-        name = f.name[:-3] if f.name.endswith(".gz") else f.name
+        name = log_name(f.name)
         src = Source(index=i, path=f, display=_display(f, cwd), layout="merged")
         m = _ATTEMPT.search(posix[:-3] if posix.endswith(".gz") else posix)
         if m:
@@ -189,9 +198,9 @@ def describe(files: list[Path]) -> list[Source]:
         elif name == "error.json":
             src.layout = "error-json"
         else:
-            if name.endswith(".err"):
+            if name.endswith((".err", ".stderr")):
                 src.stream = "stderr"
-            elif name.endswith(".out"):
+            elif name.endswith((".out", ".stdout")):
                 src.stream = "stdout"
             t = _TASK.search(name)
             if t:

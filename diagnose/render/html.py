@@ -19,7 +19,7 @@ from html import escape
 from pathlib import Path
 
 from diagnose.render.markdown import trimmed_traceback
-from diagnose.render.report import inert
+from diagnose.render.report import inert, plural
 
 MAX_RANK_LANES = 64
 COLORS = {
@@ -280,7 +280,7 @@ def render_html(doc: dict) -> str:
     if not r:
         n = sum(s.get("lines", 0) for s in doc.get("sources", []))
         out.append(f'<div class="panel" style="--cat:#2ca02c"><span class="summary">No failure found</span>'
-                   f'<div class="facts">read {n:,} lines from {len(doc.get("sources", []))} file(s)</div></div>')
+                   f'<div class="facts">read {plural(n, "line")} from {plural(len(doc.get("sources", [])), "file")}</div></div>')
     else:
         c = _color(r.get("category"))
         out.append(f'<section class="panel root-cause" style="--cat:{c}" data-category="{_e(r.get("category"))}" '
@@ -335,7 +335,7 @@ def render_html(doc: dict) -> str:
         out.append("</div></div></section>")
     srcs = doc.get("sources") or []
     n = sum(s.get("lines", 0) for s in srcs)
-    out.append(f'<p class="note">mdiag read {n:,} lines from {len(srcs)} file(s). '
+    out.append(f'<p class="note">mdiag read {plural(n, "line")} from {plural(len(srcs), "file")}. '
                + "".join(f"<br>warning: {_e(w)}" for w in doc.get("warnings") or []) + "</p>")
     out.append("</body></html>\n")
     return "\n".join(out)

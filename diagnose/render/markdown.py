@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from diagnose.analyze.fingerprint import is_library
-from diagnose.render.report import detail_lines, inert, read_line
+from diagnose.render.report import detail_lines, inert, plural, read_line
 
 MAX_TRACEBACK_LINES = 40
 MAX_LINE = 400
@@ -93,7 +93,7 @@ def trimmed_traceback(root: dict) -> list[str]:
         out = [_clip(root["message"])]
     if len(out) > MAX_TRACEBACK_LINES:
         keep = MAX_TRACEBACK_LINES // 2
-        out = out[:4] + [f"  … {len(out) - 4 - keep} lines"] + out[-keep:]
+        out = out[:4] + [f"  … {plural(len(out) - 4 - keep, 'line')}"] + out[-keep:]
     return out
 
 

@@ -156,7 +156,7 @@ def detail_lines(d: dict) -> list[str]:
     elif said:
         out.append(f"{', '.join(said)}; the rank that stalled is not in the logs")
     if d.get("also_on_ranks"):
-        out.append(f"same error on {_ranks(d['also_on_ranks'])} ({d.get('occurrences')} occurrences)")
+        out.append(f"same error on {_ranks(d['also_on_ranks'])} ({plural(d.get('occurrences') or 0, 'occurrence')})")
     if p := d.get("progress"):
         line = f"training reached iteration {p['last_iteration']:,} of {p['train_iters']:,}"
         if "seconds_after_last_iteration" in p:
@@ -227,10 +227,41 @@ def _slurm_line(d: Diagnosis, console: Console) -> None:
         console.print(Text(inert(f"SLURM job {s.get('job_id')}: " + (", ".join(facts) or "no state known") + src)))
 
 
+def _symptoms_table(d: Diagnosis, console: Console) -> None:
+    """One row per symptom, never wrapped: `what` is cut with … where the terminal is narrow; each
+    `path:line` stays whole, in the table where it fits, else on a line of its own below it."""
+    from rich.table import Table
+    from rich.text import Text
+
+    r, shown = d.root_cause, d.symptoms[:12]
+    rows = [(inert(s.title), _ranks_cell(s.ranks), str(s.count), _delay(r.time, s.first_time).strip() or "-",
+             inert(str(s.evidence))) for s in shown]
+    labels = ("what", "ranks", "count", "when", "first evidence")
+    natural = [max([len(labels[i])] + [len(row[i]) for row in rows]) for i in range(5)]
+    room = console.width - 3 * 5 - 1 - sum(natural[1:])  # borders and padding: 3 per column, 1 at the end
+    inline = room >= min(12, natural[0])
+    ncols = 5 if inline else 4
+    if not inline:
+        room = console.width - 3 * 4 - 1 - sum(natural[1:4])
+    t = Table(title=Text("Downstream symptoms"), show_lines=False, title_justify="left")
+    t.add_column("what", no_wrap=True, overflow="ellipsis", max_width=max(min(room, natural[0]), 4))
+    for label in labels[1:ncols]:
+        t.add_column(label, justify="right" if label in ("ranks", "count") else "left", no_wrap=True,
+                     overflow="ellipsis" if label != "first evidence" else "ignore")
+    for row in rows:
+        t.add_row(*[Text(x) for x in row[:ncols]])
+    if len(d.symptoms) > 12:
+        t.caption = f"and {len(d.symptoms) - 12} more"
+    console.print(t)
+    if not inline:
+        console.print(Text("first evidence:", style="dim"))
+        for row in rows:
+            console.print(Text(f"  {row[4]}  ({row[0]})"), soft_wrap=True)
+
+
 def render(d: Diagnosis, console: Console) -> None:
     from rich.console import Group
     from rich.panel import Panel
-    from rich.table import Table
     from rich.text import Text
 
     r = d.root_cause
@@ -264,21 +295,7 @@ def render(d: Diagnosis, console: Console) -> None:
         console.print(Text(f"root cause at {inert(str(r.evidence))}", style="cyan"), soft_wrap=True)
     if d.symptoms:
         console.print(Text(inert(cascade(d)), style="bold"))
-        t = Table(title=Text("Downstream symptoms"), show_lines=False, expand=True)
-        t.add_column("what")
-        t.add_column("ranks", justify="right")
-        t.add_column("count", justify="right")
-        t.add_column("when")
-        shown = d.symptoms[:12]
-        longest = max(len(inert(str(s.evidence))) for s in shown)
-        t.add_column("first evidence", min_width=min(longest, max(16, console.width // 2)), overflow="fold")
-        for s in shown:
-            ranks = _ranks_cell(s.ranks)
-            t.add_row(Text(inert(s.title)), Text(ranks), str(s.count), Text(_delay(r.time, s.first_time).strip() or "-"),
-                      Text(inert(str(s.evidence))))
-        if len(d.symptoms) > 12:
-            t.caption = f"and {len(d.symptoms) - 12} more"
-        console.print(t)
+        _symptoms_table(d, console)
     console.print(Text(read_line(d.sources), style="dim"))
     _slurm_line(d, console)
     for w in d.warnings:
