@@ -42,6 +42,8 @@ WRAPPERS = {
     "ansi": _per_line(lambda i, ln: f"\x1b[31m{ln}\x1b[0m" if ("rror" in ln or "Traceback" in ln)
                       else (f"\x1b[2m{ln}\x1b[0m" if i % 3 == 0 else ln)),
     "crlf": lambda text: text.replace("\n", "\r\n"),
+    # a log quoted in a reply
+    "quote": _per_line(lambda i, ln: f"> {ln}"),
     # a log pasted with its line numbers (`cat -n`)
     "cat_n": _per_line(lambda i, ln: f"{i + 1:6d}\t{ln}"),
 }

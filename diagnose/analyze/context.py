@@ -232,7 +232,7 @@ def read_context(df: pl.DataFrame) -> JobContext:
             continue
         if m := _FIELD.match(msg):
             k, v = m["k"], m["v"]
-            if k == "time" or cur is None or cur.src != src or lineno - cur.line > 8:
+            if k == "time" or cur is None or cur.src != src or lineno - cur.line > 16:
                 cur = ChildFailure(src=src, line=lineno, root=in_root)
                 ctx.failures.append(cur)
             if k == "time":
