@@ -21,6 +21,9 @@ class Source:
     task: int | None = None  # srun %t
     node: str | None = None  # srun %N
     lines: int = 0
+    # logical line i + 1 → its physical line, where read/rejoin.py joined wrapped lines or dropped a
+    # double-spaced paste's blanks; None: logical and physical numbers are the same
+    line_map: list[int] | None = field(default=None, repr=False)
 
 
 @dataclass

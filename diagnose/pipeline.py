@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from diagnose.read import attribute, collect, scan, scan_deadline, timeline
+from diagnose.read import attribute, collect, rejoin, scan, scan_deadline, timeline
 from diagnose.analyze import context, explain, findings, label, root as choose, tracebacks
 from diagnose.patterns import library as patterns_mod
 from diagnose.model import Diagnosis
@@ -54,7 +54,7 @@ def diagnose(
     if root:
         explain.enrich(root, ctx, job)
         root.summary = explain.summarize(root)
-    return Diagnosis(
+    diagnosis = Diagnosis(
         status="failed" if root else "no_failure_found",
         root_cause=root,
         symptoms=choose.symptoms(events, root_ev, same, by_id),
@@ -66,3 +66,5 @@ def diagnose(
         summarised=bool(summary.get("summarised")),
         summarised_lines=summary.get("summarised_lines", 0),
     )
+    rejoin.to_physical(diagnosis, sources)  # file:line of a rejoined log points at the line in the file
+    return diagnosis

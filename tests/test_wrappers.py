@@ -46,6 +46,10 @@ WRAPPERS = {
     "quote": _per_line(lambda i, ln: f"> {ln}"),
     # a log pasted with its line numbers (`cat -n`)
     "cat_n": _per_line(lambda i, ln: f"{i + 1:6d}\t{ln}"),
+    # a terminal or tmux window 80 columns wide, copied as it shows: long lines broken at 80
+    "wrap80": _per_line(lambda i, ln: "\n".join(ln[k:k + 80] for k in range(0, len(ln), 80)) or ln),
+    # a paste through a web form or editor that put a blank line after every line
+    "double": lambda text: text.replace("\n", "\n\n"),
 }
 
 # real logs of many launchers and failure kinds (a sample of the corpus: every case in the slow run)

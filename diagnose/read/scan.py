@@ -19,6 +19,7 @@ from diagnose.read.scan_blocks import (  # noqa: F401
 from diagnose.read.scan_deadline import Deadline
 from diagnose.read.scan_keep import KeepPlan, keep_expr, thin_timestamps  # noqa: F401
 from diagnose.read import scan_parallel
+from diagnose.read.rejoin import rejoin
 from diagnose.read.scan_lines import _FILE_MARK, Part, hot_spans, lines_of, split_lines
 from diagnose.read.scan_literals import _minimal, _required  # noqa: F401
 
@@ -88,7 +89,8 @@ def scan(
             )
             counts = dict(df.group_by("src").len().iter_rows())
             for s, _ in small:
-                s.lines = counts.get(s.index, 0)
+                s.lines = counts.get(s.index, 0)  # physical lines, before rejoining
+            df = rejoin(df, {s.index: s for s, _ in small})
             small, pending = [], 0
             return df
 
