@@ -47,14 +47,15 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
         if root.pattern in _OUTCOMES and any(e.order < root.order for e in comm):
             continue  # a cancel or abort after a communication failure is its outcome, not its cause
         if root.kind != "line" and root.pattern != GENERIC:
-            # the same failure printed as a line before its traceback: the earliest report is the evidence
-            earlier = [e for e in lines if e.pattern == root.pattern and e.order < root.order and e.rank in (None, root.rank)
-                       and not _inside(e, root)]
+            # the same failure printed as a line before its traceback: the earliest report is the evidence;
+            # another rank's (its traceback cut off above the line) reports it first
+            earlier = [e for e in lines if e.pattern == root.pattern and e.order < root.order and not _inside(e, root)]
             if earlier:
                 line = min(earlier, key=lambda e: e.order)
                 if line.rank is None:
                     line.rank, line.local_rank, line.host = root.rank, root.local_rank, root.host
-                line.blocks = root.blocks
+                if line.rank == root.rank:
+                    line.blocks = root.blocks
                 root = line
         same = [e for e in tier[1:] if _same_failure(root, e)]
         notes = _lagging_rank(root, tier, ctx) if root.is_comm else _corroborated_rank(root, events)
