@@ -9,8 +9,9 @@ adjacent lines; the source keeps each logical line's physical number (`Source.li
 pipeline maps evidence back to it, so `file:line` points at the line in the file.
 
 A file counts as wrapped only on evidence of a wrap: at least two different lines exactly W characters
-long, none longer, most of the lines near W exactly W, and lines at W that break inside a word or path
-and end in different characters (a wrap cuts anywhere; a fixed-width table or banner ends alike).
+long (one, at a usual terminal width), none longer, most of the lines near W exactly W, and lines at W
+that break inside a word or path and not at a border (a wrap cuts anywhere; a fixed-width table or
+banner ends in its border, a redrawn progress bar starts its next row as it started this one).
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def rejoin(df: pl.DataFrame, sources: dict[int, Source]) -> pl.DataFrame:
     if not suspects.height:
         return df
     changed: dict[int, pl.DataFrame] = {}
-    for src, rows, width, _, _ in suspects.iter_rows():
+    for src in suspects.get_column("src").to_list():
         part = df.filter(pl.col("src") == src)
         lines = part.get_column("line").to_list()
         logical = _close_up(lines) if _double_spaced(lines) else None
