@@ -1,4 +1,6 @@
 """Rank attribution from every launcher prefix, and the timeline's timestamp formats."""
+import pytest
+
 from diagnose import diagnose
 
 EXC = "ModuleNotFoundError: No module named 'apex'"
@@ -154,10 +156,21 @@ _DS_FAIL = ("[2023-05-20 12:02:54,094] [INFO] [launch.py:318:sigkill_handler] Ki
             "'-u', 'main.py', '--local_rank=0'] exits with return code = -11\n")
 
 
-def test_deepspeed_launcher_local_rank_without_the_node_stays_local(write):
+def test_deepspeed_launcher_local_rank_of_the_only_node_shown(write):
     # https://github.com/deepspeedai/DeepSpeed/issues/3581: the failing command's --local_rank=0
     r = diagnose([write("d.log", _DS_FAIL)]).root_cause
+    assert (r.rank, r.local_rank) == (0, 0)
+    assert r.details["rank_from"] == "local rank 0: the logs show no other node"
+    two = "[2020-12-24 16:25:13,902] [INFO] [launch.py:78:main] nnodes=2, num_local_procs=1, node_rank=0\n"
+    r = diagnose([write("e.log", two + _DS_FAIL)]).root_cause
     assert (r.rank, r.local_rank) == (None, 0)
+
+
+def test_deepspeed_launcher_quotes_the_last_workers_command_not_the_failed_one(write):
+    # DeepSpeed's sigkill_handler prints the command of the worker it spawned last: `--local_rank=1` of two
+    # workers says nothing of which failed (https://github.com/deepspeedai/DeepSpeed/issues/3581's layout)
+    r = diagnose([write("d.log", _DS_FAIL.replace("--local_rank=0", "--local_rank=1"))]).root_cause
+    assert (r.category, r.rank, r.local_rank) == ("unknown", None, None)
 
 
 def test_deepspeed_runner_without_hostfile_is_one_node(write):
@@ -190,12 +203,17 @@ def test_quoted_nnodes_one_is_one_node(write):
 
 
 def test_spawn_process_index_is_a_local_rank(write):
-    # https://github.com/resistzzz/Prompt4NR/issues/3: mp.spawn's index is the worker's local rank; the node is unknown
+    # https://github.com/resistzzz/Prompt4NR/issues/3: mp.spawn's index is the worker's local rank; no other node shown
     log = ("Traceback (most recent call last):\n"
            '  File "/e/torch/multiprocessing/spawn.py", line 146, in join\n'
            "    signal_name=name\n"
            "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL\n")
     r = diagnose([write("s.log", log)]).root_cause
+    assert (r.rank, r.local_rank) == (1, 1)
+    # more ranks than one node holds: the node is not assumed
+    many = ("using world size: 16, data-parallel size: 16, context-parallel size: 1, tensor-model-parallel size: 1, "
+            "pipeline-model-parallel size: 1\n")
+    r = diagnose([write("t.log", many + log)]).root_cause
     assert (r.rank, r.local_rank) == (None, 1)
 
 
@@ -221,7 +239,7 @@ def test_spawn_names_the_worker_of_the_traceback_below(write):
            "FloatingPointError: Loss became infinite or NaN at iteration=137!\n"
            "loss_dict = {'loss_mask': tensor(0.7000, device='cuda:1')}\n")
     r = diagnose([write("s.log", log)]).root_cause
-    assert (r.category, r.rank, r.local_rank) == ("nan", None, 1)
+    assert (r.category, r.rank, r.local_rank) == ("nan", 1, 1)
     local = dict(_attributed(write("t.log", log)).select("lineno", "local_rank").iter_rows())
     assert [local[n] for n in (2, 3, 7, 8)] == [1, 1, 1, None]
 
@@ -239,4 +257,41 @@ def test_one_node_maps_local_ranks_the_summary_does_not_name(write):
     r = diagnose([write("o.log", log)]).root_cause
     assert (r.category, r.rank, r.local_rank) == ("import", 3, 3)
     r = diagnose([write("p.log", log.replace("--standalone ", ""))]).root_cause
+    assert (r.rank, r.local_rank) == (3, 3)
+    assert r.details["rank_from"] == "local rank 3: the logs show no other node"
+    r = diagnose([write("q.log", log.replace("--standalone ", "--nnodes=2 "))]).root_cause
     assert (r.rank, r.local_rank) == (None, 3)
+
+
+@pytest.mark.parametrize("other", [
+    "torchrun --nnodes=2 --nproc_per_node=8 train.py\n",
+    "torchrun --nnodes 1:4 --nproc_per_node=8 train.py\n",
+    "export NODE_RANK=1\n",
+    "The following values were not passed to `accelerate launch` and had defaults used instead:\n"
+    "\t`--num_machines` was set to a value of `2`\n",
+    "[2020-12-24 16:25:13,902] [INFO] [launch.py:78:main] WORLD INFO DICT: {'n1': [0, 1], 'n2': [0, 1]}\n",
+    # NCCL's own lines from two hosts (https://github.com/NVIDIA/nccl/issues/1032's layout)
+    "n1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE\n"
+    "n2:2:2 [0] NCCL INFO comm 0x2 rank 2 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE\n",
+])
+def test_a_local_rank_is_no_rank_where_the_logs_show_another_node(write, other):
+    r = diagnose([write("n.log", other + _ELASTIC_FAIL)]).root_cause
+    assert (r.rank, r.local_rank) == (None, 0)
+    r = diagnose([write("o.log", _ELASTIC_FAIL)]).root_cause
+    assert (r.rank, r.local_rank) == (0, 0)
+
+
+def test_spawn_worker_inside_the_parents_traceback(write):
+    # https://github.com/LSH9832/edgeyolo/issues/38: the parent's traceback ends in ProcessRaisedException, then
+    # spawn prints the worker's own traceback under `-- Process 1 terminated with the following error:`
+    log = ("Traceback (most recent call last):\n"
+           '  File "/e/torch/multiprocessing/spawn.py", line 150, in join\n'
+           "    raise ProcessRaisedException(msg, error_index, failed_process.pid)\n"
+           "torch.multiprocessing.spawn.ProcessRaisedException: \n\n"
+           "-- Process 1 terminated with the following error:\n"
+           "Traceback (most recent call last):\n"
+           '  File "/e/torch/cuda/__init__.py", line 261, in set_device\n'
+           "    torch._C._cuda_setDevice(device)\n"
+           "RuntimeError: CUDA error: invalid device ordinal\n")
+    r = diagnose([write("p.log", log)]).root_cause
+    assert (r.category, r.rank, r.local_rank, r.evidence.line) == ("config", 1, 1, 10)

@@ -64,5 +64,13 @@ def test_ranks_named_in_text(sample):
     assert normalize.rank_in_text(sample["line"]) == want
 
 
+TEXT_NEAR = [(k.id, nm) for k in normalize.load(table="text_rank") for nm in k.near_misses]
+
+
+@pytest.mark.parametrize("kind,line", TEXT_NEAR, ids=[f"{k}:{i}" for i, (k, _) in enumerate(TEXT_NEAR)])
+def test_text_near_miss_names_no_rank_of_its_kind(kind, line):
+    assert not next(k for k in normalize.load(table="text_rank") if k.id == kind).compiled.search(line)
+
+
 def test_sub_group_ranks_are_not_in_text_ranks():
     assert normalize.rank_in_text("[PG 3 Rank 1] Watchdog caught collective operation timeout") == {}

@@ -89,7 +89,7 @@ def test_srun_label_is_the_rank_when_no_torch_prefix(write):
     assert r.details["phase"] == "optimizer step"
 
 
-def test_tee_prefix_gives_local_rank_only(write):
+def test_tee_prefix_gives_a_local_rank_the_rank_of_the_only_node_shown(write):
     log = write(
         "tee.log",
         "[default1]:Traceback (most recent call last):\n"
@@ -98,7 +98,8 @@ def test_tee_prefix_gives_local_rank_only(write):
         "[default1]:ModuleNotFoundError: No module named 'transformer_engine'\n",
     )
     r = diagnose([log]).root_cause
-    assert (r.category, r.rank, r.local_rank) == ("import", None, 1)
+    assert (r.category, r.rank, r.local_rank) == ("import", 1, 1)
+    assert r.details["rank_from"] == "local rank 1: the logs show no other node"
 
 
 def test_chained_exceptions_are_one_root(write):
@@ -241,7 +242,7 @@ def test_sigkill_without_traceback_is_host_oom(write):
         "E1202 10:32:39.335000 8990 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -9) local_rank: 2 (pid: 9000) of binary: /v/bin/python3\n",
     )
     r = diagnose([log]).root_cause
-    assert r.category == "host_oom" and r.rank is None and r.local_rank == 2
+    assert r.category == "host_oom" and r.rank == 2 and r.local_rank == 2
 
 
 def test_time_limit_is_slurm(write):
@@ -320,3 +321,4 @@ def test_a_traceback_introduced_by_a_colon_belongs_to_that_exception(write):
     )
     r = diagnose([log]).root_cause
     assert r.category == "import" and r.message == "ModuleNotFoundError: No module named 'datasets_modules'"
+

@@ -29,6 +29,15 @@ _ONE_NODE = regex.compile(
     r"|Unable to find hostfile, will proceed with training with local resources only"
     r"|WORLD INFO DICT: \{'[^']+': \[[\d, ]*\]\}"
 )
+# ... and what says it ran on several: torchrun's `--nnodes=2` (or an elastic range `1:4`), a node rank above 0,
+# accelerate's `--num_machines 2`, DeepSpeed's WORLD INFO DICT with several hosts, SLURM's node count
+_MANY_NODES = regex.compile(
+    r"""\bnnodes[=: ]+["']?(?:[2-9]|[1-9]\d+|\d+:(?:[2-9]|[1-9]\d+))\b|\bnode_rank[=: ]+["']?[1-9]|\bNODE_RANK=["']?[1-9]"""
+    r"|\bnum_machines[`'\"]?(?:[=: ]+| was set to a value of )[`'\"]?(?:[2-9]|[1-9]\d+)\b|\bgroup_world_size=(?:[2-9]|[1-9]\d+)\b"
+    r"|WORLD INFO DICT: \{'[^']+': \[[\d, ]*\], '|\bSLURM_(?:JOB_)?NNODES=(?:[2-9]|[1-9]\d+)\b"
+)
+# more ranks than one node usually holds (8 GPUs): beyond it, a local rank is not taken for the global rank
+_NODE_SIZE = 8
 _CF_RANK = regex.compile(r"(?P<rank>-?\d+) \(local_rank: (?P<local>-?\d+)\)")
 _CF_EXIT = regex.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 
@@ -97,6 +106,7 @@ class JobContext:
     local_to_global: dict[tuple[str | None, int], int] = field(default_factory=dict)
     rank_host: dict[int, str] = field(default_factory=dict)
     one_node: bool = False  # the logs say the job ran on one node (see _ONE_NODE)
+    many_nodes: bool = False  # the logs show another node: several hosts, a node rank > 0, more ranks than a node holds
     one_process: bool = False  # the logs say the world size is 1
 
     @property
@@ -113,9 +123,16 @@ class JobContext:
             h = next(iter(hosts))
             if (h, local_rank) in self.local_to_global:
                 return self.local_to_global[(h, local_rank)]
-        if self.one_node and len(hosts) <= 1 and (host is None or hosts <= {host}):
-            return local_rank  # one node: each rank is its local rank (the summary names only those that failed)
+        if (self.one_node or not self.many_nodes) and len(hosts) <= 1 and (host is None or hosts <= {host}):
+            # one node, said or the only one the logs show: each rank is its local rank (the summary names
+            # only those that failed); see `node_basis`
+            return local_rank
         return None
+
+    @property
+    def node_basis(self) -> str:
+        """Why a local rank may stand for the global rank: the logs say one node, or show no other."""
+        return "the logs say the job ran on one node" if self.one_node else "the logs show no other node"
 
     def echo_of(self, src: int, line: int) -> ChildFailure | None:
         """The torchrun summary entry whose echoed traceback contains this line, if any."""
@@ -165,7 +182,8 @@ def read_context(df: pl.DataFrame) -> JobContext:
             r"^  \S+ \.{3,} |using world size:|Root Cause \(first observed|^Failures:|"
             r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |arguments ---|memory \(MB\) \||"
             r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd|"
-            r"global_rank_mapping=|nnodes|max_nodes|--standalone|hostfile|WORLD INFO DICT|(?i:world[_ ]size)"
+            r"global_rank_mapping=|nnodes|max_nodes|--standalone|hostfile|WORLD INFO DICT|(?i:world[_ ]size)|"
+            r"node_rank|NODE_RANK|num_machines|SLURM_(?:JOB_)?NNODES"
         )
     ).select("src", "lineno", "msg", "ts", "time")
     in_root = False
@@ -215,6 +233,8 @@ def read_context(df: pl.DataFrame) -> JobContext:
             continue
         if _ONE_NODE.search(msg):
             ctx.one_node = True
+        elif _MANY_NODES.search(msg):
+            ctx.many_nodes = True
         if _ONE_PROCESS.search(msg):
             ctx.one_process = True
         if m := _WORLD.search(msg):
@@ -254,4 +274,22 @@ def read_context(df: pl.DataFrame) -> JobContext:
             ctx.local_to_global[(f.host, f.local_rank)] = f.rank
             if f.host:
                 ctx.rank_host[f.rank] = f.host
+    ctx.many_nodes = ctx.many_nodes or _shows_many_nodes(df, ctx)
     return ctx
+
+
+def _shows_many_nodes(df: pl.DataFrame, ctx: JobContext) -> bool:
+    """Do the logs show more than one node: several hosts or srun tasks, a rank whose local rank differs,
+    or more ranks than one node usually holds?"""
+    if len({h for h, _ in ctx.local_to_global} | set(ctx.rank_host.values())) > 1:
+        return True
+    if any(g != l for (_, l), g in ctx.local_to_global.items()):
+        return True
+    if (ctx.world_size or 0) > _NODE_SIZE:
+        return True
+    if df.height == 0:
+        return False
+    top, task = df.get_column("rank").max(), df.get_column("task").max()
+    # srun's task ids: one agent per node (task = node), or one task per rank across the allocation
+    return ((top is not None and top >= _NODE_SIZE) or (task is not None and task > 0)
+            or df.get_column("host").drop_nulls().n_unique() > 1)

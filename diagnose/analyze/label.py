@@ -44,11 +44,13 @@ def _order(t: datetime | None, src: int, line: int) -> tuple:
     return (t is None, t or datetime.min, src, line)
 
 
-def _rank_of(row: dict, ctx: JobContext) -> tuple[int | None, int | None, str | None]:
+def _rank_of(row: dict, ctx: JobContext) -> tuple[int | None, int | None, str | None, dict]:
     return _rank_from(row.get("rank"), row.get("local_rank"), row.get("host"), row.get("msg"), ctx)
 
 
-def _rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int | None, str | None]:
+def _rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int | None, str | None, dict]:
+    """The line's global rank, local rank and host, and (as details) how a global rank was had from a local one."""
+    said_global = rank is not None
     msg = msg or ""
     if rank is None and local is None and (m := _LOCAL.search(msg)) and "exitcode" in msg:
         local = int(m.group(1))
@@ -65,7 +67,10 @@ def _rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int
             rank = ctx.global_rank(local, host)
     if host is None and rank is not None:
         host = ctx.rank_host.get(rank)
-    return rank, local, host
+    basis = {}
+    if not said_global and rank is not None and rank == local and (host, local) not in ctx.local_to_global:
+        basis = {"rank_from": f"local rank {local}: {ctx.node_basis}"}
+    return rank, local, host, basis
 
 
 def build_events(
@@ -105,12 +110,12 @@ def build_events(
         # an exception line outside any traceback (its traceback was not printed, or cut off): a
         # candidate only when nothing better is in the logs
         role = "fallback" if pid == GENERIC else p.role
-        rank, local, host = _rank_from(rank, local, host, msg, ctx)
+        rank, local, host, basis = _rank_from(rank, local, host, msg, ctx)
         events.append(
             Event(
                 kind="line", category=p.category, pattern=p.id, role=role, message=msg.strip(),
                 evidence=Evidence(display[src], lineno), rank=rank, local_rank=local, host=host,
-                time=t, order=_order(order_t, src, lineno),
+                time=t, order=_order(order_t, src, lineno), details=basis,
             )
         )
     for s in sources:
@@ -161,13 +166,17 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
     if best.id == GENERIC:  # a generic exception: where it was raised may name its kind
         best = _by_frames(best, best_row["msg"], [f for b in c.blocks for f in b.frames], patterns)
     first = rows[0]
-    rank, local, host = _rank_of(first, ctx)
+    rank, local, host, basis = _rank_of(first, ctx)
+    if rank is None and local is None:
+        # a parent's traceback around its worker's (mp.spawn's `-- Process 1 terminated with the following
+        # error:`): the worker named there raised the reported line
+        rank, local, host, basis = _rank_of(best_row, ctx)
     start_order = first["order_time"]
     return Event(
         kind="traceback", category=best.category, pattern=best.id, role=best.role,
         message=_message(c, best_row), evidence=Evidence(display[c.src], best_row["lineno"]),
         rank=rank, local_rank=local, host=host, time=best_row["time"],
-        order=_order(start_order, c.src, c.start), blocks=c.blocks,
+        order=_order(start_order, c.src, c.start), blocks=c.blocks, details=basis,
     )
 
 
@@ -222,8 +231,10 @@ def _error_file_event(s: Source, patterns: dict[str, Pattern], ctx: JobContext) 
     if best is None:
         best = patterns[GENERIC]
     rank = ctx.global_rank(s.local_rank)
+    basis = {"rank_from": f"local rank {rank}: {ctx.node_basis}"} if rank is not None and (
+        None, s.local_rank) not in ctx.local_to_global and not ctx.local_to_global else {}
     return Event(
         kind="error_file", category=best.category, pattern=best.id, role=best.role, message=best_line.strip(),
         evidence=Evidence(s.display, 1), rank=rank, local_rank=s.local_rank, host=ctx.rank_host.get(rank) if rank is not None else None,
-        time=t, order=_order(t, s.index, 1), blocks=[block],
+        time=t, order=_order(t, s.index, 1), blocks=[block], details=basis,
     )

@@ -171,6 +171,8 @@ def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, P
         elif ctx.one_process or ctx.world_size == 1:
             rank = 0
             details["rank_from"] = "world size 1"
+    if rank is not None and rank == root.rank and "rank_from" in root.details:
+        details.setdefault("rank_from", root.details["rank_from"])
     cf = next((f for f in ctx.failures if f.root and f.rank is not None and f.rank == rank), None)
     if cf:
         details["launcher_summary"] = {"exitcode": cf.exitcode, "pid": cf.pid, "host": cf.host}
