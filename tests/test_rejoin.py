@@ -57,6 +57,15 @@ def test_the_same_line_repeated_at_the_longest_width_is_not_a_wrap():
     assert _wrap_width([line, "next", line, "next"]) is None
 
 
+def test_numbered_records_of_one_length_are_not_wraps():
+    # https://github.com/hiyouga/LlamaFactory/issues/7396's layout: a pid (or line number) tag, then records
+    # that happen to be equally long; the next record starts as this one did, numbers aside
+    rec = ("[{n}] [rank{r}]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
+           "operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE) ran for 600060 milliseconds before timing out.")
+    lines = [rec.format(n=80746 + k, r=r) for k, r in enumerate((0, 4, 1, 5))] + ["short"]
+    assert _wrap_width(lines) is None
+
+
 def test_lines_that_are_simply_long_are_not_wraps():
     assert _wrap_width(LOG) is None
 

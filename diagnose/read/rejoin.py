@@ -123,10 +123,15 @@ def _wrap_width(lines: list[str]) -> int | None:
     return width if width in _TERMINAL_WIDTHS and in_token else None
 
 
+_DIGITS = str.maketrans("0123456789", "0000000000")
+
+
 def _continues(line: str, nxt: str) -> bool:
-    """`nxt` may be the rest of `line`: not blank, not the start of a record, and not begun as `line` was
-    (a progress bar or a repeated record redrawn on the next row)."""
-    return bool(nxt.strip()) and not _STARTS_RECORD.match(nxt) and nxt[:8] != line[:8]
+    """`nxt` may be the rest of `line`: not blank, not the start of a record, and not begun as `line` was,
+    numbers aside (a progress bar redrawn on the next row, the next record of a numbered or tagged run:
+    `[80746] [rank0]:…` then `[80747] [rank4]:…`)."""
+    return (bool(nxt.strip()) and not _STARTS_RECORD.match(nxt)
+            and nxt[:8].translate(_DIGITS) != line[:8].translate(_DIGITS))
 
 
 def _joined(mapping: list[tuple[int, str]], width: int) -> list[tuple[int, str]]:
