@@ -322,3 +322,19 @@ def test_a_traceback_introduced_by_a_colon_belongs_to_that_exception(write):
     r = diagnose([log]).root_cause
     assert r.category == "import" and r.message == "ModuleNotFoundError: No module named 'datasets_modules'"
 
+
+def test_nccls_warn_names_the_cause_its_exception_only_reports(write):
+    # https://github.com/modelscope/ms-swift/issues/6107: the exception says only "unhandled system error";
+    # NCCL's WARN names the call that failed
+    log = write(
+        "n.log",
+        "[rank10]: Traceback (most recent call last):\n"
+        '[rank10]:   File "/c/torch/distributed/distributed_c10d.py", line 2634, in _coalescing_manager\n'
+        "[rank10]:     work = group.reduce_scatter_tensor_coalesced(outputs, inputs, reduce_opts)\n"
+        "[rank10]: RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
+        "\n"
+        "[2025-10-13 10:12:54] iv-ydin754tmoxjd1twgixh:1458548:1480527 [0] misc/ibvwrap.cc:182 NCCL WARN Call to "
+        "ibv_reg_mr_iova2 failed with error Invalid argument\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.pattern, r.rank, r.evidence.line) == ("nccl", "nccl.net_warn", 10, 6)

@@ -44,6 +44,15 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
             # record names the cause
             cause = [e for e in tier if e.category == root.category and e.pattern not in _KILL_REPORTS]
             root = cause[0] if cause else root
+        if root.pattern == "nccl.error" and _NCCL_GENERIC.search(root.message):
+            # NCCL's exception says only that a call failed ("run with NCCL_DEBUG=INFO for details"); its
+            # WARN line names the call that failed and why
+            detail = [e for e in tier if e.pattern in _NCCL_DETAIL]
+            if detail:
+                said = {e.rank for e in tier if e.pattern == root.pattern and e.rank is not None}
+                root = min(detail, key=lambda e: e.order)
+                if root.rank is None and len(said) == 1:  # one rank raised it: the WARN is that rank's
+                    root.rank = said.pop()
         if root.pattern in _OUTCOMES and any(e.order < root.order for e in comm):
             continue  # a cancel or abort after a communication failure is its outcome, not its cause
         if root.kind != "line" and root.pattern != GENERIC:
@@ -74,6 +83,11 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
         said.sort(key=lambda e: (e.pattern not in _FAILURE_WORDS, e.order))
         return said[0], [], {"no_root_evidence": "the failing rank's own error is not in these logs", "confidence": "low"}
     return None, [], {}
+
+
+# NCCL's exceptions that name no cause, and the WARN lines that do
+_NCCL_GENERIC = regex.compile(r"unhandled system error|internal error|NCCL Error \d+:|ncclSystemError|ncclInternalError")
+_NCCL_DETAIL = ("nccl.net_warn", "nccl.no_interface", "nccl.cuda_failure_in_setup")
 
 
 def _inside(e: Event, tb: Event) -> bool:
