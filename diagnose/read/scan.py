@@ -17,7 +17,7 @@ from diagnose.read.scan_blocks import (  # noqa: F401
     CHUNK_BYTES, LINE_CUT, MAX_LINE, _prefetch, read_chunks, reuse_freed_blocks,
 )
 from diagnose.read.scan_deadline import Deadline
-from diagnose.read.scan_keep import KeepPlan, keep_expr, thin_timestamps  # noqa: F401
+from diagnose.read.scan_keep import KeepPlan, keep_expr, keep_plan, thin_timestamps  # noqa: F401
 from diagnose.read import scan_parallel
 from diagnose.read.rejoin import rejoin
 from diagnose.read.scan_lines import _FILE_MARK, Part, hot_spans, lines_of, split_lines
@@ -45,7 +45,7 @@ def scan(
     over the caps (see caps.Summariser) are counted, not kept: `summary` gets `summarised` and
     `summarised_lines`."""
     warnings: list[str] = []
-    plan = KeepPlan(pattern_regexes)
+    plan = keep_plan(tuple(pattern_regexes))
     blocks = plan.block_filter()
     caps = Summariser()
     parts: list[pl.DataFrame] = []

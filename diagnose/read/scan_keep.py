@@ -7,6 +7,8 @@ timestamps, launcher summaries), and the two lines after each traceback-shaped l
 """
 from __future__ import annotations
 
+import functools
+
 import polars as pl
 
 from diagnose.read import grammar
@@ -22,6 +24,13 @@ def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
     struct = line.str.contains(grammar.KEEP_STRUCT)
     near = struct.shift(1, fill_value=False) | struct.shift(2, fill_value=False)
     return line.str.contains(literal) | line.str.contains(grammar.KEEP_ANCHORED) | near
+
+
+@functools.lru_cache(maxsize=8)
+def keep_plan(pattern_regexes: tuple[str, ...]) -> "KeepPlan":
+    """The plan for these patterns, made once a process: finding the regexes' literals costs more than
+    scanning a small log (a plan holds only strings and expressions, safe to share)."""
+    return KeepPlan(list(pattern_regexes))
 
 
 class KeepPlan:
