@@ -5,7 +5,10 @@ mdiag diagnoses right as they are; category, rank and root-cause line must stay 
 from __future__ import annotations
 
 import functools
+import multiprocessing
+import os
 import shutil
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -82,20 +85,29 @@ def _wrapped(case: Path, wrap, dest: Path) -> Path:
     return out
 
 
+def _score_wrapped(job: tuple[Path, str | None, Path]):
+    case, name, dest = job
+    return score_case(case if name is None else _wrapped(case, WRAPPERS[name], dest))
+
+
+def _scores(jobs: list, all_cases: bool) -> list:
+    if not all_cases:
+        return [_score_wrapped(j) for j in jobs]
+    # every case, on every core: processes started afresh (polars' threads do not survive a fork)
+    with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_score_wrapped, jobs, chunksize=4))
+
+
 @functools.lru_cache(maxsize=None)
-def _right_as_it_is(case: Path) -> bool:
-    return _right(score_case(case))
+def _right_as_they_are(all_cases: bool) -> frozenset[str]:
+    cases = _cases(all_cases)
+    return frozenset(r.case for r in _scores([(c, None, None) for c in cases], all_cases) if _right(r))
 
 
 def _broken(tmp_path: Path, name: str, all_cases: bool) -> list[str]:
-    broken = []
-    for case in _cases(all_cases):
-        if not _right_as_it_is(case):
-            continue  # a miss as it is: not this test's business
-        r = score_case(_wrapped(case, WRAPPERS[name], tmp_path))
-        if not _right(r):
-            broken.append(f"{case.name}: {r.got}")
-    return broken
+    right = _right_as_they_are(all_cases)  # a miss as it is is not this test's business
+    jobs = [(case, name, tmp_path) for case in _cases(all_cases) if case.name in right]
+    return [f"{r.case}: {r.got}" for r in _scores(jobs, all_cases) if not _right(r)]
 
 
 @pytest.mark.parametrize("name", sorted(WRAPPERS))
