@@ -87,6 +87,29 @@ def test_quiet_chunk_is_not_split():
     assert spans and all(b"RuntimeError" not in busy[:s] or e > busy.index(b"more") for s, e in spans)
 
 
+@pytest.mark.parametrize("engine", _engines())
+def test_a_healthy_busy_log_with_progress_bars_stays_quiet(engine, monkeypatch):
+    """Megatron's iteration lines (`lm loss:`, `number of nan iterations:`), tqdm bars drawn in block
+    characters, NCCL INFO and c10 warnings: no window is hot (a gate on `loss` or `nan`, or Unicode line
+    shapes approximated, once made every window of such a log hot)."""
+    monkeypatch.setenv("MDIAG_ENGINE", engine)
+    bf = scan.KeepPlan([p.regex for p in library.load(())]).block_filter()
+    lines = []
+    for i in range(4000):
+        lines += [
+            f" [2024-05-01 10:00:{i % 60:02d}] iteration {i:8d}/  500000 | elapsed time per iteration (ms): 1029.2 | "
+            f"learning rate: 2.8E-04 | lm loss: 3.976053E+00 | loss scale: 1.0 | grad norm: 1.015 | "
+            f"number of skipped iterations:   0 | number of nan iterations:   0 |",
+            f"Epoch 1:  {i % 100:2d}%|\u2588\u2588\u2588\u258f      | {i}/4000 [00:10<00:40, 3.2it/s, loss=0.41]",
+            f"gpu-{i % 128:04d}:4242:4300 [{i % 8}] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+            f"[rank{i % 1024}]:[W501 10:00:00.000000000 ProcessGroupNCCL.cpp:1168] Warning: a c10 warning",
+        ]
+    chunk = ("\n".join(lines) + "\n").encode()
+    assert not chunk.isascii()
+    spans = bf.spans(chunk)
+    assert spans is not None and sum(e - s for s, e in spans) < len(chunk) // 10
+
+
 def test_error_flood_is_summarised(tmp_path, monkeypatch):
     from diagnose.read import caps
 

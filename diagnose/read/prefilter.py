@@ -6,7 +6,7 @@ multi-pattern automaton finds in it any of what KeepPlan keeps a line for: a pat
 literal, a pattern regex without a literal, or a line shape (traceback, exception, launcher summary;
 anchored at a line start).  Carriage returns are read as line ends (a redrawn progress bar: the
 splitter keeps its last drawing, a line of its own here), and a chunk with non-ASCII bytes is matched
-as UTF-8 with Unicode classes, as the line filter reads it.  The search stops at the first hit, so a
+as UTF-8, its classes widened to a superset of the Unicode classes the line filter reads it with.  The search stops at the first hit, so a
 busy window costs a few bytes and a quiet one one pass at automaton speed.
 
 Hot windows are split into lines, each with the two lines after it (the neighbourhood of a traceback
@@ -50,9 +50,12 @@ class _Hyperscan:
 
         self.hs = hs
         self.db = self._database(exprs, 0)
-        # Text with non-ASCII bytes is matched as UTF-8 with Unicode classes, as polars' regex reads it
-        # (in bytes, `\s`, `\w` or a bounded `[^"]{1,500}` would miss what the line filter then finds)
-        self.db_utf8 = self._database(exprs, hs.HS_FLAG_UTF8 | hs.HS_FLAG_UCP)
+        # Text with non-ASCII bytes is matched as UTF-8 (in bytes, a bounded `[^"]{1,500}` would count a
+        # character's bytes), each `\w`, `\d`, `\s` widened to any non-ASCII character too: a superset of
+        # the Unicode classes polars' regex reads them with.  Not Hyperscan's Unicode classes: with them
+        # the line shapes are too large to compile as written, and the prefiltering approximation it
+        # falls back to matched every window of a log with a progress bar in it.
+        self.db_utf8 = self._database([(widen_classes(rx), ml) for rx, ml in exprs], hs.HS_FLAG_UTF8)
 
     def _database(self, exprs: list[tuple[str, bool]], extra: int):
         hs = self.hs
@@ -94,6 +97,34 @@ class _Hyperscan:
                 found[0] = True
             out.append(found[0])
         return out
+
+
+_NON_ASCII = r"[^\x00-\x7f]"
+
+
+def widen_classes(rx: str) -> str:
+    """rx with `\w`, `\d` and `\s` (alone or in a character class) also matching any non-ASCII character."""
+    out, i = [], 0
+    while i < len(rx):
+        c = rx[i]
+        if c == "\\":
+            esc = rx[i:i + 2]
+            out.append(f"(?:{esc}|{_NON_ASCII})" if esc in ("\\w", "\\d", "\\s") else esc)
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1 + (rx[i + 1:i + 2] == "^")
+            j += rx[j:j + 1] == "]"  # a `]` first in a class is a literal
+            while j < len(rx) and rx[j] != "]":
+                j += 2 if rx[j] == "\\" else 1
+            cls = rx[i:j + 1]
+            wide = not cls.startswith("[^") and any(e in cls for e in ("\\w", "\\d", "\\s"))
+            out.append(f"(?:{cls}|{_NON_ASCII})" if wide else cls)
+            i = j + 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 class _Polars:

@@ -13,7 +13,7 @@ import polars as pl
 
 from diagnose.read import grammar
 from diagnose.read.prefilter import BlockFilter
-from diagnose.read.scan_literals import _alternation, _minimal, _required, loosen_anchors
+from diagnose.read.scan_literals import _alternation, _minimal, _required, gate_rank, loosen_anchors
 
 
 def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
@@ -60,7 +60,9 @@ class KeepPlan:
                 req = None if tree.state.flags & 2 else _required(list(tree))  # 2 = re.IGNORECASE
             except Exception:  # noqa: BLE001  (a construct Python's parser lacks: be safe)
                 req = None
-            if req and min(map(len, req)) >= 3:
+            # a literal of 3 characters or more that is no word of every progress line: a gate; else
+            # the regex itself goes to the automaton (which matches it as cheaply as a literal)
+            if req and gate_rank(req) >= 3:
                 lits |= req
             elif rx not in grammar.KEEP_THIN:
                 self.unanchored.append(rx)

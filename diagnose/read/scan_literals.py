@@ -73,7 +73,7 @@ def _required(nodes) -> set[str] | None:
 
     def consider(cands):
         nonlocal best
-        if cands and all(cands) and (best is None or min(map(len, cands)) > min(map(len, best))):
+        if cands and all(cands) and (best is None or gate_rank(cands) > gate_rank(best)):
             best = cands
 
     def flush():
@@ -100,6 +100,19 @@ def _required(nodes) -> set[str] | None:
             consider(_required(av[2]))
     flush()
     return best
+
+
+# words that a healthy training log prints on every progress line: a gate on them opens on every line
+# (Megatron's prints `number of nan iterations:` on every one; `inf` is in `info`)
+_COMMON = {"loss", "step", "epoch", "iteration", "iter", "rank", "time", "grad", "batch", "info", "lr", "nan", "inf"}
+
+
+def gate_rank(cands: set[str]) -> int:
+    """How good a gate a candidate set is: its shortest literal's length, or 0 when one of its literals
+    is a word every progress line holds (`loss`), so that any rarer literal of the regex is taken."""
+    if any(c.strip(" '\":=").lower() in _COMMON for c in cands):
+        return 0
+    return min(map(len, cands))
 
 
 def _minimal(literals: set[str]) -> set[str]:
