@@ -1,6 +1,8 @@
 """The pipeline through the library API, on small logs in the shapes real launchers print."""
 import json
 
+import pytest
+
 from diagnose import diagnose
 
 OOM_TB = """\
@@ -323,18 +325,28 @@ def test_a_traceback_introduced_by_a_colon_belongs_to_that_exception(write):
     assert r.category == "import" and r.message == "ModuleNotFoundError: No module named 'datasets_modules'"
 
 
-def test_nccls_warn_names_the_cause_its_exception_only_reports(write):
+
+@pytest.mark.parametrize("log,want", [
     # https://github.com/modelscope/ms-swift/issues/6107: the exception says only "unhandled system error";
     # NCCL's WARN names the call that failed
-    log = write(
-        "n.log",
-        "[rank10]: Traceback (most recent call last):\n"
-        '[rank10]:   File "/c/torch/distributed/distributed_c10d.py", line 2634, in _coalescing_manager\n'
-        "[rank10]:     work = group.reduce_scatter_tensor_coalesced(outputs, inputs, reduce_opts)\n"
-        "[rank10]: RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
-        "\n"
-        "[2025-10-13 10:12:54] iv-ydin754tmoxjd1twgixh:1458548:1480527 [0] misc/ibvwrap.cc:182 NCCL WARN Call to "
-        "ibv_reg_mr_iova2 failed with error Invalid argument\n",
-    )
-    r = diagnose([log]).root_cause
-    assert (r.category, r.pattern, r.rank, r.evidence.line) == ("nccl", "nccl.net_warn", 10, 6)
+    ("[rank10]: Traceback (most recent call last):\n"
+     '[rank10]:   File "/c/torch/distributed/distributed_c10d.py", line 2634, in _coalescing_manager\n'
+     "[rank10]:     work = group.reduce_scatter_tensor_coalesced(outputs, inputs, reduce_opts)\n"
+     "[rank10]: RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
+     "\n"
+     "[2025-10-13 10:12:54] iv-ydin754tmoxjd1twgixh:1458548:1480527 [0] misc/ibvwrap.cc:182 NCCL WARN Call to "
+     "ibv_reg_mr_iova2 failed with error Invalid argument\n",
+     ("nccl", "nccl.net_warn", 10, 6)),
+    # https://github.com/modelscope/ms-swift/issues/8378's layout: the kernel prints its assertion with no rank,
+    # before the traceback of the rank that hit it, which says only "device-side assert triggered"
+    ("/pytorch/aten/src/ATen/native/cuda/TensorCompare.cu:112: _assert_async_cuda_kernel: block: [0,0,0], "
+     "thread: [0,0,0] Assertion `probability tensor contains either `inf`, `nan` or element < 0` failed.\n"
+     "[rank5]: Traceback (most recent call last):\n"
+     '[rank5]:   File "/w/rlhf.py", line 7, in <module>\n'
+     "[rank5]:     torch.multinomial(probs, 1)\n"
+     "[rank5]: RuntimeError: CUDA error: device-side assert triggered\n",
+     ("nan", "nan.probabilities_nan", 5, 1)),
+], ids=["nccl-warn", "kernel-assertion"])
+def test_the_line_that_names_the_cause_is_the_root_with_the_reports_rank(write, log, want):
+    r = diagnose([write("r.log", log)]).root_cause
+    assert (r.category, r.pattern, r.rank, r.evidence.line) == want

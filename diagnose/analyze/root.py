@@ -55,6 +55,14 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
                     root.rank = said.pop()
         if root.pattern in _OUTCOMES and any(e.order < root.order for e in comm):
             continue  # a cancel or abort after a communication failure is its outcome, not its cause
+        if root.pattern == "cuda.device_assert":
+            # the kernel's own assertion, printed before the traceback, names the check that failed
+            asserts = [e for e in lines if e.pattern in _KERNEL_ASSERTS and e.order < root.order]
+            if asserts:
+                line = min(asserts, key=lambda e: e.order)
+                if line.rank is None:
+                    line.rank, line.local_rank, line.host = root.rank, root.local_rank, root.host
+                root = line
         if root.kind != "line" and root.pattern != GENERIC:
             # the same failure printed as a line before its traceback: the earliest report is the evidence;
             # another rank's (its traceback cut off above the line) reports it first
@@ -109,11 +117,13 @@ def _in_other_entry(ctx: JobContext):
 def _corroborated_rank(root: Event, events: list[Event]) -> dict:
     """A root line that names no rank (`slurmstepd: … oom-kill event`) takes the one rank that the other
     reports of the same failure, or the launcher's failure reports, name (`srun: error: n1: task 0: Out
-    Of Memory`); with none, or several, the rank stays unknown."""
+    Of Memory`; a kernel's assertion: the traceback reporting the device-side assert); with none, or
+    several, the rank stays unknown."""
     if root.rank is not None:
         return {}
     said = [e for e in events if e is not root and e.rank is not None and not e.is_comm and (
-        (e.role == "root" and e.category == root.category) or e.pattern in _FAILURE_WORDS)]
+        (e.role == "root" and e.category == root.category) or e.pattern in _FAILURE_WORDS
+        or (root.pattern in _KERNEL_ASSERTS and e.pattern == "cuda.device_assert"))]
     ranks = {e.rank for e in said}
     if len(ranks) != 1:
         return {}
@@ -121,6 +131,9 @@ def _corroborated_rank(root: Event, events: list[Event]) -> dict:
     return {"rank": e.rank, "rank_from": str(e.evidence)}
 
 
+# a GPU kernel's own assertion line (no rank on it): the rank whose traceback reports the device-side
+# assert is the one that hit it
+_KERNEL_ASSERTS = ("cuda.kernel_assertion_failed", "nan.probabilities_nan")
 # what ends a job that a hang or a communication failure already doomed
 _OUTCOMES = ("slurm.time_limit", "slurm.cancelled", "slurm.cancelled_by_signal", "unknown.fatal_signal")
 # reports that a process died of SIGKILL, which say nothing of who sent it
