@@ -270,6 +270,13 @@ def test_one_node_maps_local_ranks_the_summary_does_not_name(write):
     "The following values were not passed to `accelerate launch` and had defaults used instead:\n"
     "\t`--num_machines` was set to a value of `2`\n",
     "[2020-12-24 16:25:13,902] [INFO] [launch.py:78:main] WORLD INFO DICT: {'n1': [0, 1], 'n2': [0, 1]}\n",
+    "NNODES=2 NPROC_PER_NODE=8 bash train.sh\n",
+    "torchrun --node-rank=1 --nproc-per-node=8 train.py\n",
+    "['torchrun', '--nnodes', '2', '--nproc_per_node', '8', 'train.py']\n",
+    # torchrun's launch config, logged at start
+    "[2024-05-01 10:00:00,000] torch.distributed.launcher.api: [INFO]   min_nodes        : 2\n",
+    # DeepSpeed launched per node without ssh: no hostfile here, but two nodes
+    "Unable to find hostfile, will proceed with training with local resources only.\ntorchrun --nnodes=2 x.py\n",
     # NCCL's own lines from two hosts (https://github.com/NVIDIA/nccl/issues/1032's layout)
     "n1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE\n"
     "n2:2:2 [0] NCCL INFO comm 0x2 rank 2 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE\n",
@@ -295,3 +302,21 @@ def test_spawn_worker_inside_the_parents_traceback(write):
            "RuntimeError: CUDA error: invalid device ordinal\n")
     r = diagnose([write("p.log", log)]).root_cause
     assert (r.category, r.rank, r.local_rank, r.evidence.line) == ("config", 1, 1, 10)
+
+
+def test_the_same_local_rank_in_two_files_is_two_nodes(tmp_path):
+    tb = ("[default0]:Traceback (most recent call last):\n"
+          '[default0]:  File "/w/t.py", line 1, in <module>\n'
+          "[default0]:ModuleNotFoundError: No module named 'apex'\n")
+    (tmp_path / "node0.log").write_text(tb)
+    (tmp_path / "node1.log").write_text(tb)
+    r = diagnose([tmp_path]).root_cause
+    assert (r.rank, r.local_rank) == (None, 0)
+
+
+def test_a_rank_named_in_the_text_is_not_said_to_come_from_a_local_rank(write):
+    log = ("torchrun --nnodes=2 train.py\n"
+           "[default3]:[E602 11:17:52.185053341 ProcessGroupNCCL.cpp:1664] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+           "Process group watchdog thread terminated with exception: NCCL error: unhandled system error\n")
+    r = diagnose([write("t.log", log)]).root_cause
+    assert r.rank == 3 and "rank_from" not in r.details

@@ -29,10 +29,12 @@ _ONE_NODE = regex.compile(
     r"|Unable to find hostfile, will proceed with training with local resources only"
     r"|WORLD INFO DICT: \{'[^']+': \[[\d, ]*\]\}"
 )
-# ... and what says it ran on several: torchrun's `--nnodes=2` (or an elastic range `1:4`), a node rank above 0,
+# ... and what says it ran on several, which outweighs the above: torchrun's `--nnodes=2` (`NNODES=2`,
+# `'--nnodes', '2'`, an elastic range `1:4`, its launch config's `min_nodes : 2`), a node rank above 0,
 # accelerate's `--num_machines 2`, DeepSpeed's WORLD INFO DICT with several hosts, SLURM's node count
 _MANY_NODES = regex.compile(
-    r"""\bnnodes[=: ]+["']?(?:[2-9]|[1-9]\d+|\d+:(?:[2-9]|[1-9]\d+))\b|\bnode_rank[=: ]+["']?[1-9]|\bNODE_RANK=["']?[1-9]"""
+    r"""(?i:\bnnodes['"]?(?:[=: ]+|,\s*)["']?)(?:[2-9]|[1-9]\d+|\d+:(?:[2-9]|[1-9]\d+))\b"""
+    r"""|(?i:\bnode[_-]rank['"]?(?:[=: ]+|,\s*)["']?)[1-9]|\b(?:min|max)_nodes\s*[:=]\s*(?:[2-9]|[1-9]\d+)\b"""
     r"|\bnum_machines[`'\"]?(?:[=: ]+| was set to a value of )[`'\"]?(?:[2-9]|[1-9]\d+)\b|\bgroup_world_size=(?:[2-9]|[1-9]\d+)\b"
     r"|WORLD INFO DICT: \{'[^']+': \[[\d, ]*\], '|\bSLURM_(?:JOB_)?NNODES=(?:[2-9]|[1-9]\d+)\b"
 )
@@ -106,7 +108,7 @@ class JobContext:
     local_to_global: dict[tuple[str | None, int], int] = field(default_factory=dict)
     rank_host: dict[int, str] = field(default_factory=dict)
     one_node: bool = False  # the logs say the job ran on one node (see _ONE_NODE)
-    many_nodes: bool = False  # the logs show another node: several hosts, a node rank > 0, more ranks than a node holds
+    many_nodes: bool = False  # the logs show another node (several hosts, a node rank > 0, …): outweighs one_node
     one_process: bool = False  # the logs say the world size is 1
 
     @property
@@ -123,11 +125,15 @@ class JobContext:
             h = next(iter(hosts))
             if (h, local_rank) in self.local_to_global:
                 return self.local_to_global[(h, local_rank)]
-        if (self.one_node or not self.many_nodes) and len(hosts) <= 1 and (host is None or hosts <= {host}):
-            # one node, said or the only one the logs show: each rank is its local rank (the summary names
-            # only those that failed); see `node_basis`
+        if self.local_is_global(host):
             return local_rank
         return None
+
+    def local_is_global(self, host: str | None = None) -> bool:
+        """Is a local rank the global rank, not by a mapping the logs print but because the job ran on one
+        node, said or the only one the logs show (the summary names only the ranks that failed)?"""
+        hosts = {h for h, _ in self.local_to_global}
+        return not self.many_nodes and len(hosts) <= 1 and (host is None or hosts <= {host})
 
     @property
     def node_basis(self) -> str:
@@ -183,7 +189,7 @@ def read_context(df: pl.DataFrame) -> JobContext:
             r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |arguments ---|memory \(MB\) \||"
             r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd|"
             r"global_rank_mapping=|nnodes|max_nodes|--standalone|hostfile|WORLD INFO DICT|(?i:world[_ ]size)|"
-            r"node_rank|NODE_RANK|num_machines|SLURM_(?:JOB_)?NNODES"
+            r"(?i:nnodes|node[_-]rank)|min_nodes|num_machines|SLURM_(?:JOB_)?NNODES"
         )
     ).select("src", "lineno", "msg", "ts", "time")
     in_root = False
@@ -233,7 +239,7 @@ def read_context(df: pl.DataFrame) -> JobContext:
             continue
         if _ONE_NODE.search(msg):
             ctx.one_node = True
-        elif _MANY_NODES.search(msg):
+        if _MANY_NODES.search(msg):
             ctx.many_nodes = True
         if _ONE_PROCESS.search(msg):
             ctx.one_process = True
@@ -289,6 +295,10 @@ def _shows_many_nodes(df: pl.DataFrame, ctx: JobContext) -> bool:
         return True
     if df.height == 0:
         return False
+    # the same local rank in two files: two nodes' logs (per-node files, or two --log-dir trees)
+    locals_ = df.filter(pl.col("local_rank").is_not_null()).group_by("local_rank").agg(pl.col("src").n_unique())
+    if locals_.height and locals_.get_column("src").max() > 1:
+        return True
     top, task = df.get_column("rank").max(), df.get_column("task").max()
     # srun's task ids: one agent per node (task = node), or one task per rank across the allocation
     return ((top is not None and top >= _NODE_SIZE) or (task is not None and task > 0)
