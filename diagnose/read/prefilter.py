@@ -103,23 +103,29 @@ _NON_ASCII = r"[^\x00-\x7f]"
 
 
 def widen_classes(rx: str) -> str:
-    """rx with `\w`, `\d` and `\s` (alone or in a character class) also matching any non-ASCII character."""
+    """rx as a superset of its Unicode reading in a non-Unicode UTF-8 automaton: `\\w`, `\\d` and `\\s` (alone,
+    or in a class), and a negated class holding `\\W`, `\\D` or `\\S`, also match any non-ASCII character;
+    word boundaries (`\\b`, `\\B`, which ASCII reads differently next to such a character) are dropped."""
     out, i = [], 0
     while i < len(rx):
         c = rx[i]
         if c == "\\":
             esc = rx[i:i + 2]
+            if esc in ("\\b", "\\B"):
+                i += 2
+                continue
             out.append(f"(?:{esc}|{_NON_ASCII})" if esc in ("\\w", "\\d", "\\s") else esc)
             i += 2
             continue
         if c == "[":
-            j = i + 1 + (rx[i + 1:i + 2] == "^")
+            neg = rx[i + 1:i + 2] == "^"
+            j = i + 1 + neg
             j += rx[j:j + 1] == "]"  # a `]` first in a class is a literal
             while j < len(rx) and rx[j] != "]":
                 j += 2 if rx[j] == "\\" else 1
             cls = rx[i:j + 1]
-            wide = not cls.startswith("[^") and any(e in cls for e in ("\\w", "\\d", "\\s"))
-            out.append(f"(?:{cls}|{_NON_ASCII})" if wide else cls)
+            kinds = ("\\W", "\\D", "\\S") if neg else ("\\w", "\\d", "\\s")
+            out.append(f"(?:{cls}|{_NON_ASCII})" if any(e in cls for e in kinds) else cls)
             i = j + 1
             continue
         out.append(c)

@@ -57,12 +57,14 @@ class KeepPlan:
         for rx in [*regexes, *grammar.KEEP_THIN]:
             try:
                 tree = sre.parse(rx)
-                req = None if tree.state.flags & 2 else _required(list(tree))  # 2 = re.IGNORECASE
+                # (the progress-line test gates on its own word, `iteration`: those lines are its business)
+                avoid = frozenset() if rx in grammar.KEEP_THIN else None
+                req = None if tree.state.flags & 2 else _required(list(tree), avoid)  # 2 = re.IGNORECASE
             except Exception:  # noqa: BLE001  (a construct Python's parser lacks: be safe)
                 req = None
             # a literal of 3 characters or more that is no word of every progress line: a gate; else
             # the regex itself goes to the automaton (which matches it as cheaply as a literal)
-            if req and gate_rank(req) >= 3:
+            if req and gate_rank(req, avoid) >= 3:
                 lits |= req
             elif rx not in grammar.KEEP_THIN:
                 self.unanchored.append(rx)

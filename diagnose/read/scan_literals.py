@@ -61,7 +61,7 @@ def _finite_seq(nodes) -> set[str] | None:
     return out
 
 
-def _required(nodes) -> set[str] | None:
+def _required(nodes, avoid: frozenset[str] | None = None) -> set[str] | None:
     """Literal strings one of which every match of the parsed regex `nodes` contains (None: unknown).
 
     Consecutive finite pieces are spelled out (`grad norm: (?:nan|inf)` → both full strings), so a
@@ -73,7 +73,7 @@ def _required(nodes) -> set[str] | None:
 
     def consider(cands):
         nonlocal best
-        if cands and all(cands) and (best is None or gate_rank(cands) > gate_rank(best)):
+        if cands and all(cands) and (best is None or gate_rank(cands, avoid) > gate_rank(best, avoid)):
             best = cands
 
     def flush():
@@ -91,26 +91,28 @@ def _required(nodes) -> set[str] | None:
             run = piece
             continue
         if op is C.SUBPATTERN and not (av[1] & 2):
-            consider(_required(av[3]))
+            consider(_required(av[3], avoid))
         elif op is C.BRANCH:
-            subs = [_required(b) for b in av[1]]
+            subs = [_required(b, avoid) for b in av[1]]
             if all(subs):
                 consider(set().union(*subs))
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
-            consider(_required(av[2]))
+            consider(_required(av[2], avoid))
     flush()
     return best
 
 
 # words that a healthy training log prints on every progress line: a gate on them opens on every line
 # (Megatron's prints `number of nan iterations:` on every one; `inf` is in `info`)
-_COMMON = {"loss", "step", "epoch", "iteration", "iter", "rank", "time", "grad", "batch", "info", "lr", "nan", "inf"}
+_COMMON = frozenset({"loss", "step", "epoch", "iteration", "iter", "rank", "time", "grad", "batch", "info", "lr", "nan", "inf"})
 
 
-def gate_rank(cands: set[str]) -> int:
+def gate_rank(cands: set[str], avoid: frozenset[str] | None = None) -> int:
     """How good a gate a candidate set is: its shortest literal's length, or 0 when one of its literals
-    is a word every progress line holds (`loss`), so that any rarer literal of the regex is taken."""
-    if any(c.strip(" '\":=").lower() in _COMMON for c in cands):
+    is a word every progress line holds (`loss`; `avoid`, default _COMMON), so that any rarer literal of
+    the regex is taken."""
+    avoid = _COMMON if avoid is None else avoid
+    if any(c.strip(" '\":=").lower() in avoid for c in cands):
         return 0
     return min(map(len, cands))
 
