@@ -49,15 +49,19 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
             # WARN line names the call that failed and why
             detail = [e for e in tier if e.pattern in _NCCL_DETAIL]
             if detail:
-                said = {e.rank for e in tier if e.pattern == root.pattern and e.rank is not None}
+                said = [e for e in tier if e.pattern == root.pattern and e.rank is not None]
                 root = min(detail, key=lambda e: e.order)
-                if root.rank is None and len(said) == 1:  # one rank raised it: the WARN is that rank's
-                    root.rank = said.pop()
+                hosts = {e.host for e in said} - {None}
+                if root.rank is None and len({e.rank for e in said}) == 1 and (root.host is None or hosts <= {root.host}):
+                    # one rank raised it, on the WARN's host as far as the logs say: the WARN is that rank's
+                    root.rank, root.local_rank = said[0].rank, said[0].local_rank
         if root.pattern in _OUTCOMES and any(e.order < root.order for e in comm):
             continue  # a cancel or abort after a communication failure is its outcome, not its cause
         if root.pattern == "cuda.device_assert":
-            # the kernel's own assertion, printed before the traceback, names the check that failed
-            asserts = [e for e in lines if e.pattern in _KERNEL_ASSERTS and e.order < root.order]
+            # the kernel's own assertion, printed before the traceback in the same file (or by the same
+            # host), names the check that failed
+            asserts = [e for e in lines if e.pattern in _KERNEL_ASSERTS and e.order < root.order and (
+                e.evidence.file == root.evidence.file or (e.host is not None and e.host == root.host))]
             if asserts:
                 line = min(asserts, key=lambda e: e.order)
                 if line.rank is None:
@@ -74,7 +78,7 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
                 if line.rank == root.rank:
                     line.blocks = root.blocks
                 root = line
-        same = [e for e in tier[1:] if _same_failure(root, e)]
+        same = [e for e in tier if e is not root and _same_failure(root, e)]
         notes = _lagging_rank(root, tier, ctx) if root.is_comm else _corroborated_rank(root, events)
         return root, same, notes
     # No pattern names a failure, but the logs show an error: the earliest error line (an exception
