@@ -93,9 +93,19 @@ def _score_wrapped(job: tuple[Path, str | None, Path]):
 def _scores(jobs: list, all_cases: bool) -> list:
     if not all_cases:
         return [_score_wrapped(j) for j in jobs]
-    # every case, on every core: processes started afresh (polars' threads do not survive a fork)
-    with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(_score_wrapped, jobs, chunksize=4))
+    # every case, on every core this process may use: processes started afresh (polars' threads do not
+    # survive a fork), one polars thread each
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    before = os.environ.get("POLARS_MAX_THREADS")
+    os.environ["POLARS_MAX_THREADS"] = "1"
+    try:
+        with ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("spawn")) as pool:
+            return list(pool.map(_score_wrapped, jobs, chunksize=4))
+    finally:
+        if before is None:
+            del os.environ["POLARS_MAX_THREADS"]
+        else:
+            os.environ["POLARS_MAX_THREADS"] = before
 
 
 @functools.lru_cache(maxsize=None)
