@@ -118,15 +118,26 @@ class JobContext:
     def global_rank(self, local_rank: int | None, host: str | None = None) -> int | None:
         if local_rank is None:
             return None
+        mapped = self._mapped(local_rank, host)
+        if mapped is not None:
+            return mapped
+        return local_rank if self.local_is_global(host) else None
+
+    def rank_basis(self, local_rank: int | None, host: str | None = None) -> dict:
+        """`rank_from` for a global rank that global_rank took from the local rank itself, else {}."""
+        if local_rank is None or self._mapped(local_rank, host) is not None or not self.local_is_global(host):
+            return {}
+        basis = "the logs say the job ran on one node" if self.one_node else "the logs show no other node"
+        return {"rank_from": f"local rank {local_rank}: {basis}"}
+
+    def _mapped(self, local_rank: int, host: str | None) -> int | None:
+        """The global rank a launcher's summary or mapping gives this local rank (of the one host it names,
+        when the line names none)."""
         if (host, local_rank) in self.local_to_global:
             return self.local_to_global[(host, local_rank)]
         hosts = {h for h, _ in self.local_to_global}
         if host is None and len(hosts) == 1:  # one node: its agent's summary gives the mapping
-            h = next(iter(hosts))
-            if (h, local_rank) in self.local_to_global:
-                return self.local_to_global[(h, local_rank)]
-        if self.local_is_global(host):
-            return local_rank
+            return self.local_to_global.get((next(iter(hosts)), local_rank))
         return None
 
     def local_is_global(self, host: str | None = None) -> bool:
@@ -134,11 +145,6 @@ class JobContext:
         node, said or the only one the logs show (the summary names only the ranks that failed)?"""
         hosts = {h for h, _ in self.local_to_global}
         return not self.many_nodes and len(hosts) <= 1 and (host is None or hosts <= {host})
-
-    @property
-    def node_basis(self) -> str:
-        """Why a local rank may stand for the global rank: the logs say one node, or show no other."""
-        return "the logs say the job ran on one node" if self.one_node else "the logs show no other node"
 
     def echo_of(self, src: int, line: int) -> ChildFailure | None:
         """The torchrun summary entry whose echoed traceback contains this line, if any."""
@@ -188,8 +194,8 @@ def read_context(df: pl.DataFrame) -> JobContext:
             r"^  \S+ \.{3,} |using world size:|Root Cause \(first observed|^Failures:|"
             r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |arguments ---|memory \(MB\) \||"
             r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd|"
-            r"global_rank_mapping=|nnodes|max_nodes|--standalone|hostfile|WORLD INFO DICT|(?i:world[_ ]size)|"
-            r"(?i:nnodes|node[_-]rank)|min_nodes|num_machines|SLURM_(?:JOB_)?NNODES"
+            r"global_rank_mapping=|(?i:nnodes|node[_-]rank)|(?:min|max)_nodes|--standalone|hostfile|WORLD INFO DICT|"
+            r"(?i:world[_ ]size)|num_machines|SLURM_(?:JOB_)?NNODES"
         )
     ).select("src", "lineno", "msg", "ts", "time")
     in_root = False

@@ -51,12 +51,11 @@ def _rank_of(row: dict, ctx: JobContext) -> tuple[int | None, int | None, str | 
 def _rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int | None, str | None, dict]:
     """The line's global rank, local rank and host, and (as details) how a global rank was had from a local one."""
     msg = msg or ""
-    from_local = False  # the rank is the local rank, the job taken for one node (ctx.local_is_global)
     if rank is None and local is None and (m := _LOCAL.search(msg)) and "exitcode" in msg:
         local = int(m.group(1))
+    basis: dict = {}  # how a global rank was had from the local rank itself (ctx.rank_basis)
     if rank is None and local is not None:
-        rank = ctx.global_rank(local, host)
-        from_local = rank is not None and _unmapped(local, host, ctx)
+        rank, basis = ctx.global_rank(local, host), ctx.rank_basis(local, host)
     if rank is None and (m := _PG_RANK.search(msg)) and (m["pg"] in (None, "0")):
         rank = int(m["rank"])  # c10d's [Rank N] of the default process group is the global rank
     if rank is None and local is None and (said := normalize.rank_in_text(msg)):
@@ -65,19 +64,10 @@ def _rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int
             rank = said["task"]  # srun started the ranks itself: its task id is the rank
         host = host or said.get("host")
         if rank is None and local is not None:
-            rank = ctx.global_rank(local, host)
-            from_local = rank is not None and _unmapped(local, host, ctx)
+            rank, basis = ctx.global_rank(local, host), ctx.rank_basis(local, host)
     if host is None and rank is not None:
         host = ctx.rank_host.get(rank)
-    basis = {"rank_from": f"local rank {local}: {ctx.node_basis}"} if from_local else {}
     return rank, local, host, basis
-
-
-def _unmapped(local: int, host: str | None, ctx: JobContext) -> bool:
-    """Did global_rank give the local rank itself (no summary or launcher mapping for it)?"""
-    hosts = {h for h, _ in ctx.local_to_global}
-    mapped = (host, local) in ctx.local_to_global or (host is None and len(hosts) == 1 and (next(iter(hosts)), local) in ctx.local_to_global)
-    return not mapped and ctx.local_is_global(host)
 
 
 def build_events(
@@ -237,9 +227,7 @@ def _error_file_event(s: Source, patterns: dict[str, Pattern], ctx: JobContext) 
                 best, best_line = p, ln
     if best is None:
         best = patterns[GENERIC]
-    rank = ctx.global_rank(s.local_rank)
-    basis = ({"rank_from": f"local rank {rank}: {ctx.node_basis}"}
-             if rank is not None and _unmapped(s.local_rank, None, ctx) else {})
+    rank, basis = ctx.global_rank(s.local_rank), ctx.rank_basis(s.local_rank)
     return Event(
         kind="error_file", category=best.category, pattern=best.id, role=best.role, message=best_line.strip(),
         evidence=Evidence(s.display, 1), rank=rank, local_rank=s.local_rank, host=ctx.rank_host.get(rank) if rank is not None else None,
