@@ -10,6 +10,7 @@ import os
 import shutil
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -96,16 +97,9 @@ def _scores(jobs: list, all_cases: bool) -> list:
     # every case, on every core this process may use: processes started afresh (polars' threads do not
     # survive a fork), one polars thread each
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    before = os.environ.get("POLARS_MAX_THREADS")
-    os.environ["POLARS_MAX_THREADS"] = "1"
-    try:
-        with ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("spawn")) as pool:
-            return list(pool.map(_score_wrapped, jobs, chunksize=4))
-    finally:
-        if before is None:
-            del os.environ["POLARS_MAX_THREADS"]
-        else:
-            os.environ["POLARS_MAX_THREADS"] = before
+    with mock.patch.dict(os.environ, POLARS_MAX_THREADS="1"), \
+            ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_score_wrapped, jobs, chunksize=4))
 
 
 @functools.lru_cache(maxsize=None)
