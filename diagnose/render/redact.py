@@ -181,13 +181,19 @@ def _all_marked(obj):
     return obj
 
 
+@functools.lru_cache(maxsize=4096)
+def _redact_str(text: str, secrets: bool) -> str:
+    # a report repeats its strings (1,024 ranks' categories, messages, times): each is redacted once
+    return inert_text(redact_text(text) if secrets else text)
+
+
 def redact(obj, secrets: bool = True):
     """A copy of obj (dicts, lists, tuples, strings, dataclasses; anything else as is) with secrets
     redacted (unless `secrets` is False) and control characters made inert, at any depth."""
     if obj is None or type(obj) in (int, float, bool):  # the bulk of a report's leaves (rank lists)
         return obj
     if isinstance(obj, str):
-        return inert_text(redact_text(obj) if secrets else obj)
+        return _redact_str(obj, secrets)
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
