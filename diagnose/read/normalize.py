@@ -95,13 +95,19 @@ def peel(line: str, kinds: tuple[PrefixKind, ...] | None = None) -> Normalized:
     """Strip any stack of known prefixes off `line`; the first value of each fact wins, except that a
     rank inside another prefix (`[default0]:[rank12]:`) is kept beside the outer one's local rank."""
     kinds = kinds if kinds is not None else load()
-    compiled = _compiled(kinds)
+    compiled, gate = _compiled(kinds)
     if "\x1b" in line:
         line = ANSI.sub("", line)
     out = Normalized(message=line)
     pos, key = 0, []
     for _ in range(MAX_PEEL):
-        for kind, rx in compiled:
+        # one match of all kinds at once says which kind (if any) starts here; most lines hold 1-3
+        # prefixes, and trying ~20 regexes one by one at each position cost 10 µs a line
+        g = gate.match(line, pos)
+        if g is None:
+            break
+        first = int(g.lastgroup[1:]) if g.end() > pos else 0  # an empty match: try the kinds in order
+        for kind, rx in compiled[first:]:
             m = rx.match(line, pos)
             if m is None or m.end() == pos:
                 continue
@@ -131,13 +137,20 @@ _COMPILED: dict[int, tuple] = {}
 
 
 def _compiled(kinds: tuple[PrefixKind, ...]) -> list:
-    """(kind, compiled regex) pairs, compiled with the standard `re` (1.7× faster than `regex` on these
+    """(kind, compiled regex) pairs and the gate over all of them, compiled with the standard `re` (1.7× faster than `regex` on these
     short anchored matches; they are built in and bounded).  A fact named twice in one regex (two
     alternatives that both give `rank`) is renamed `rank__2`, which peel reads as `rank`."""
     got = _COMPILED.get(id(kinds))
     if got is None or got[0] is not kinds:
-        got = _COMPILED[id(kinds)] = (kinds, [(k, re.compile(_unique_names(k.regex))) for k in kinds])
+        pairs = [(k, re.compile(_unique_names(k.regex))) for k in kinds]
+        # the gate: every kind as one alternation, each its own group (`k7` is kind 7), inner
+        # names dropped; alternatives are tried in order, as peel tries the kinds
+        gate = re.compile("|".join(f"(?P<k{i}>{_NAMED.sub('(?:', k.regex)})" for i, k in enumerate(kinds)) or "(?!)")
+        got = _COMPILED[id(kinds)] = (kinds, (pairs, gate))
     return got[1]
+
+
+_NAMED = re.compile(r"\(\?P<\w+>")
 
 
 def _unique_names(rx: str) -> str:
