@@ -15,8 +15,11 @@ from diagnose.model import Event, Evidence, Frame, RankSummary, RootCause, Sympt
 from diagnose.patterns.library import Pattern
 
 
+_DIGITS = regex.compile(r"\d+")
+
+
 def _same_failure(a: Event, b: Event) -> bool:
-    return a.pattern == b.pattern and regex.sub(r"\d+", "#", a.message) == regex.sub(r"\d+", "#", b.message)
+    return a.pattern == b.pattern and _DIGITS.sub("#", a.message) == _DIGITS.sub("#", b.message)
 
 
 def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, list[Event], dict]:

@@ -20,6 +20,7 @@ from diagnose.model import Frame, TracebackBlock
 _WRAPPER = regex.compile(r"[\w.]+\([A-Z][\w.]*\): ray::")
 _MARGIN = regex.compile(grammar.GROUP_MARGIN)
 _FRAME = regex.compile(grammar.FRAME)
+_FRAME_NO_COMMA = regex.compile(r'File "(?P<file>[^"]*)", line (?P<line>\d+) in (?P<func>.*)$')
 MAX_CONTINUATION = 30
 
 
@@ -52,15 +53,20 @@ def flags(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+_COLS = ("src", "lineno", "msg", "stream", "is_header", "is_frame", "is_chain", "is_exc", "indent", "blank", "ts",
+         "time", "order_time", "pid", "rank", "local_rank", "host", "record", "stamp")
+# rows are walked as tuples (a dict per row cost half the walk on a flood of tracebacks); these index them
+(_SRC, _LINENO, _MSG, _STREAM, _HEADER, _FRAME_, _CHAIN, _EXC, _INDENT, _BLANK, _TS,
+ *_, _RECORD, _STAMP) = range(len(_COLS))
+
+
 def assemble(df: pl.DataFrame, multi_stream_srcs: set[int]) -> list[Chain]:
     chains: list[Chain] = []
-    cols = ["src", "lineno", "msg", "stream", "is_header", "is_frame", "is_chain", "is_exc", "indent", "blank", "ts",
-            "time", "order_time", "pid", "rank", "local_rank", "host", "record", "stamp"]
     # one sort and one pass over the rows, not a gather per stream (thousands of ranks: 30× faster);
     # only streams with a header or a frame line: a traceback starts at one, other streams make none
     has_tb = (pl.col("is_header") | pl.col("is_frame")).any().over("stream")
-    rows = df.filter(has_tb).select(cols).sort("stream", "lineno", maintain_order=True).iter_rows(named=True)
-    for stream, part in groupby(rows, key=itemgetter("stream")):
+    rows = df.filter(has_tb).select(_COLS).sort("stream", "lineno", maintain_order=True).iter_rows()
+    for stream, part in groupby(rows, key=itemgetter(_STREAM)):
         _walk(stream, part, multi_stream_srcs, chains)
     chains.sort(key=lambda c: (c.src, c.start))
     return chains
@@ -73,55 +79,55 @@ def _walk(stream, rows, multi_stream_srcs, chains):
     prev_line = None
     linked = False  # a chain marker was seen after the last exception
     for r in rows:
-        gap_ok = prev_line is None or r["lineno"] - prev_line <= (64 if r["src"] in multi_stream_srcs else 1)
-        text = r["msg"]
-        if r["is_header"] or (r["is_frame"] and state in ("none", "exc")):
-            nested = r["is_header"] and text.lstrip().startswith(("|", "+"))  # inside an exception group
+        gap_ok = prev_line is None or r[_LINENO] - prev_line <= (64 if r[_SRC] in multi_stream_srcs else 1)
+        text = r[_MSG]
+        if r[_HEADER] or (r[_FRAME_] and state in ("none", "exc")):
+            nested = r[_HEADER] and text.lstrip().startswith(("|", "+"))  # inside an exception group
             # an exception message that ends with a colon introduces the traceback printed right after it (Ray's
             # "failed to import on the worker ...:" and the ModuleNotFoundError that says why)
-            introduced = (r["is_header"] and state == "exc" and block is not None and (block.exception or "").endswith(":")
-                          and prev_line is not None and r["lineno"] - prev_line <= 2)
+            introduced = (r[_HEADER] and state == "exc" and block is not None and (block.exception or "").endswith(":")
+                          and prev_line is not None and r[_LINENO] - prev_line <= 2)
             if chain is None or not (linked or nested or introduced):
-                chain = Chain(stream=stream, src=r["src"])
+                chain = Chain(stream=stream, src=r[_SRC])
                 chains.append(chain)
-            block = TracebackBlock(start=r["lineno"], truncated=not r["is_header"])
+            block = TracebackBlock(start=r[_LINENO], truncated=not r[_HEADER])
             chain.blocks.append(block)
             state, linked = "frames", False
             block.text.append(text)
-            if r["is_frame"]:
+            if r[_FRAME_]:
                 _add_frame(block, text)
         elif state == "frames":
-            if r["is_frame"]:
+            if r[_FRAME_]:
                 _add_frame(block, text)
                 block.text.append(text)
-            elif r["indent"] >= 4 and not r["is_exc"]:
+            elif r[_INDENT] >= 4 and not r[_EXC]:
                 if block.frames and block.frames[-1].code is None:
                     block.frames[-1].code = text.strip()
                 block.text.append(text)
-            elif r["is_chain"]:
+            elif r[_CHAIN]:
                 linked = True
-            elif r["is_exc"] and not r["blank"]:
+            elif r[_EXC] and not r[_BLANK]:
                 body = _MARGIN.sub("", text)
-                block.exception, block.exception_line = body.strip(), r["lineno"]
+                block.exception, block.exception_line = body.strip(), r[_LINENO]
                 block.text.append(text)
-                chain.rows.append(r)
+                chain.rows.append(dict(zip(_COLS, r)))
                 state = "exc"
                 # Ray's `RayTaskError(Inner): ray::…` heads the remote worker's frames and Inner's own line
                 linked = bool(_WRAPPER.match(body.strip()))
             elif not gap_ok:
                 state = "none"
         elif state == "exc":
-            if r["is_chain"]:
+            if r[_CHAIN]:
                 linked = True
-            elif not linked and gap_ok and not r["blank"] and (r["ts"] is None or r["stamp"]) and not r["record"] and len(block.continuation) < MAX_CONTINUATION:
-                block.continuation.append((r["lineno"], text.rstrip()))
+            elif not linked and gap_ok and not r[_BLANK] and (r[_TS] is None or r[_STAMP]) and not r[_RECORD] and len(block.continuation) < MAX_CONTINUATION:
+                block.continuation.append((r[_LINENO], text.rstrip()))
                 block.text.append(text)
-                chain.rows.append(r)
-            elif r["blank"] and not linked:
+                chain.rows.append(dict(zip(_COLS, r)))
+            elif r[_BLANK] and not linked:
                 pass
             elif not linked:
                 state = "none"
-        prev_line = r["lineno"]
+        prev_line = r[_LINENO]
     for c in chains:
         for b in c.blocks:
             if b.exception is None:
@@ -129,6 +135,6 @@ def _walk(stream, rows, multi_stream_srcs, chains):
 
 
 def _add_frame(block: TracebackBlock, text: str) -> None:
-    m = _FRAME.search(text) or regex.search(r'File "(?P<file>[^"]*)", line (?P<line>\d+) in (?P<func>.*)$', text)
+    m = _FRAME.search(text) or _FRAME_NO_COMMA.search(text)
     if m:
         block.frames.append(Frame(file=m["file"], line=int(m["line"]), func=m["func"].strip()))
