@@ -253,6 +253,20 @@ def test_time_limit_is_slurm(write):
     assert r.category == "slurm" and r.time.isoformat() == "2025-12-03T14:53:02"
 
 
+def test_plain_cancel_after_a_task_exit_is_that_task(write):
+    # srun cancels the step after a task exits non-zero (the shape of https://github.com/facebookresearch/deit/issues/102)
+    log = write("s.err", "srun: error: gpu-a07: task 5: Exited with exit code 1\n"
+                "srun: launch/slurm: _step_signal: Terminating StepId=43575862.0\n"
+                "slurmstepd: error: *** STEP 43575862.0 ON gpu-a07 CANCELLED AT 2021-07-14T08:00:36 ***\n"
+                "srun: error: gpu-a07: tasks 3,7: Killed\n")
+    r = diagnose([log]).root_cause
+    assert (r.pattern, r.category, r.rank, r.evidence.line) == ("launcher.srun_task_exit", "unknown", 5, 1)
+    # without a task's exit before it, the banner stays the root (a user's scancel)
+    log = write("t.err", "slurmstepd: error: *** STEP 43575862.0 ON gpu-a07 CANCELLED AT 2021-07-14T08:00:36 ***\n"
+                "srun: error: gpu-a07: task 5: Exited with exit code 1\n")
+    assert diagnose([log]).root_cause.pattern == "slurm.cancelled"
+
+
 def test_gz_and_odd_bytes(tmp_path):
     import gzip
 

@@ -60,6 +60,12 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
                     root.rank, root.local_rank = said[0].rank, said[0].local_rank
         if root.pattern in _OUTCOMES and any(e.order < root.order for e in comm):
             continue  # a cancel or abort after a communication failure is its outcome, not its cause
+        if root.pattern == "slurm.cancelled":
+            # the plain banner after srun reported a task's non-zero exit: srun cancelled the step because
+            # of that task (its error, where not in these logs, is unknown)
+            exits = [e for e in events if e.pattern == "launcher.srun_task_exit" and e.order < root.order]
+            if exits:
+                root = min(exits, key=lambda e: e.order)
         if root.pattern == "cuda.device_assert":
             # the kernel's own assertion, printed before the traceback in the same file (or by the same
             # host), names the check that failed
@@ -146,8 +152,8 @@ _OUTCOMES = ("slurm.time_limit", "slurm.cancelled", "slurm.cancelled_by_signal",
 # reports that a process died of SIGKILL, which say nothing of who sent it
 _KILL_REPORTS = ("host_oom.torchrun_sigkill", "host_oom.childfailed_sigkill", "host_oom.shell_killed",
                  "host_oom.killed_line", "host_oom.srun_task_killed", "host_oom.mpi_sigkill")
-_FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.abort",
-                  "launcher.mpi_abort", "launcher.elastic_failed")
+_FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.srun_task_exit",
+                  "launcher.abort", "launcher.mpi_abort", "launcher.elastic_failed")
 
 
 def _lagging_rank(root: Event, comm: list[Event], ctx: JobContext) -> dict:
