@@ -73,6 +73,7 @@ class Event:
     order: tuple = ()
     blocks: list[TracebackBlock] = field(default_factory=list)
     details: dict = field(default_factory=dict)
+    lead: str = ""  # the logger's prefixes printed before the message (normalize.Normalized.lead)
 
     @property
     def is_comm(self) -> bool:
@@ -97,6 +98,7 @@ class RootCause:
     remediation: list[str] = field(default_factory=list)
     details: dict = field(default_factory=dict)
     confidence: str = "high"  # high: a named failure | medium: generic or communication | low: likeliest line only
+    text: str = ""  # the message alone, every prefix peeled (`message` is the line as printed, launcher labels aside)
 
 
 @dataclass

@@ -74,3 +74,19 @@ def test_text_near_miss_names_no_rank_of_its_kind(kind, line):
 
 def test_sub_group_ranks_are_not_in_text_ranks():
     assert normalize.rank_in_text("[PG 3 Rank 1] Watchdog caught collective operation timeout") == {}
+
+
+def test_lead_is_the_logger_columns_after_the_launcher_labels(write):
+    # c10's glog columns after torchrun's rank label, the shape of https://github.com/hiyouga/LlamaFactory/issues/5450
+    line = ("[rank1]:[E916 17:44:14.562376704 ProcessGroupNCCL.cpp:1515] [PG 1 Rank 1] Process group watchdog thread "
+            "terminated with exception: [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=616, "
+            "OpType=ALLREDUCE, NumelIn=17891328, NumelOut=17891328, Timeout(ms)=1800000) ran for 1800048 milliseconds "
+            "before timing out.")
+    n = normalize.peel(line)
+    assert n.lead == "[E916 17:44:14.562376704 ProcessGroupNCCL.cpp:1515] " and n.message.startswith("[PG 1 Rank 1] ")
+    assert normalize.peel("[default0]:[rank0]: RuntimeError: x").lead == ""  # labels only: no lead
+    from diagnose import diagnose
+
+    r = diagnose([write("a.err", line + "\n")]).root_cause
+    # the reported line is the line as printed but for the launcher's label; `text` is its message alone
+    assert r.message == line[len("[rank1]:"):] and r.text == n.message

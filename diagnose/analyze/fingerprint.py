@@ -55,7 +55,7 @@ def frame_key(frame: dict | None) -> str:
 
 def components(root: dict) -> tuple[str, str, str]:
     """(pattern, exception type, top job frame) of a JSON `root_cause` dict."""
-    exc = exception_type(root.get("message"))  # the line the pattern matched
+    exc = exception_type(root.get("text") or root.get("message"))  # the line the pattern matched (its text alone)
     for line in reversed(root.get("traceback") or [] if exc is None else []):
         if line and not line.startswith((" ", "\t", "Traceback")):
             exc = exception_type(line)
@@ -77,6 +77,6 @@ def of_root_cause(r) -> str | None:
     if r is None:
         return None
     return fingerprint({
-        "pattern": r.pattern, "message": r.message, "traceback": r.traceback,
+        "pattern": r.pattern, "message": r.message, "text": r.text, "traceback": r.traceback,
         "frames": [{"file": f.file, "function": f.func} for f in r.frames],
     })

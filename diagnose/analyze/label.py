@@ -94,8 +94,8 @@ def build_events(
         s.sort()
     lines = df.filter(pl.col("pid").is_not_null())
     # one Python list per column, zipped: thousands of ranks' timeouts are thousands of rows
-    cols = ("src", "lineno", "pid", "msg", "time", "order_time", "rank", "local_rank", "host", "stream")
-    for src, lineno, pid, msg, t, order_t, rank, local, host, stream in zip(*(lines.get_column(c).to_list() for c in cols)):
+    cols = ("src", "lineno", "pid", "msg", "time", "order_time", "rank", "local_rank", "host", "stream", "lead")
+    for src, lineno, pid, msg, t, order_t, rank, local, host, stream, lead in zip(*(lines.get_column(c).to_list() for c in cols)):
         if (src, lineno) in in_chain:
             continue
         # a traceback's own source line (`raise RendezvousConnectionError(`) is no report of its own
@@ -112,7 +112,7 @@ def build_events(
             Event(
                 kind="line", category=p.category, pattern=p.id, role=role, message=msg.strip(),
                 evidence=Evidence(display[src], lineno), rank=rank, local_rank=local, host=host,
-                time=t, order=_order(order_t, src, lineno), details=basis,
+                time=t, order=_order(order_t, src, lineno), details=basis, lead=lead or "",
             )
         )
     for s in sources:
@@ -169,11 +169,13 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
         # error:`): the worker named there raised the reported line
         rank, local, host, basis = _rank_of(best_row, ctx)
     start_order = first["order_time"]
+    message = _message(c, best_row)
     return Event(
         kind="traceback", category=best.category, pattern=best.id, role=best.role,
-        message=_message(c, best_row), evidence=Evidence(display[c.src], best_row["lineno"]),
+        message=message, evidence=Evidence(display[c.src], best_row["lineno"]),
         rank=rank, local_rank=local, host=host, time=best_row["time"],
         order=_order(start_order, c.src, c.start), blocks=c.blocks, details=basis,
+        lead=(best_row.get("lead") or "") if message == best_row["msg"].strip() else "",
     )
 
 

@@ -54,10 +54,10 @@ def flags(df: pl.DataFrame) -> pl.DataFrame:
 
 
 _COLS = ("src", "lineno", "msg", "stream", "is_header", "is_frame", "is_chain", "is_exc", "indent", "blank", "ts",
-         "time", "order_time", "pid", "rank", "local_rank", "host", "record", "stamp")
+         "time", "order_time", "pid", "rank", "local_rank", "host", "record", "stamp", "lead")
 # rows are walked as tuples (a dict per row cost half the walk on a flood of tracebacks); these index them
 (_SRC, _LINENO, _MSG, _STREAM, _HEADER, _FRAME_, _CHAIN, _EXC, _INDENT, _BLANK, _TS,
- *_, _RECORD, _STAMP) = range(len(_COLS))
+ *_, _RECORD, _STAMP, _LEAD) = range(len(_COLS))
 
 
 def assemble(df: pl.DataFrame, multi_stream_srcs: set[int]) -> list[Chain]:

@@ -19,17 +19,18 @@ from diagnose.model import Source
 
 
 def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
-    """Adds msg, rank, local_rank, task, host, tstext (a peeled timestamp's text), record (the line
+    """Adds msg, lead (the logger's prefixes before msg, see normalize.Normalized), rank, local_rank, task, host, tstext (a peeled timestamp's text), record (the line
     starts a logger's record), stamp (its file's every line carries a wrapper's timestamp) and stream
     (the key of one process's output: its file and the identity part of its prefix)."""
     kinds = normalize.load()
     timed = {k.id for k in kinds if "(?P<time>" in k.regex}
-    cols: dict[str, list] = {c: [] for c in ("msg", "_rank", "_local", "_task", "_host", "_pid", "tstext", "_key", "_tee", "record", "stamp")}
+    cols: dict[str, list] = {c: [] for c in ("msg", "lead", "_rank", "_local", "_task", "_host", "_pid", "tstext", "_key", "_tee", "record", "stamp")}
     peeled = [normalize.peel(line or "", kinds) for line in frame.get_column("line").to_list()]
     srcs = frame.get_column("src").to_list()
     stamped = _stamped_sources(srcs, peeled, timed)
     for src, n in zip(srcs, peeled):
         cols["msg"].append(n.message)
+        cols["lead"].append(n.lead)
         cols["_rank"].append(n.rank)
         cols["_local"].append(n.local_rank)
         cols["_task"].append(n.task)

@@ -62,6 +62,9 @@ class Normalized:
     time: str | None = None
     key: str = ""
     kinds: list[str] = field(default_factory=list)
+    # the prefixes from the first one that is not a launcher's label (`[E0916 17:44:14.56 ProcessGroupNCCL.cpp:1515] `,
+    # `2024-05-01 10:00:00,123 - ERROR - `): with the message, the line as the log prints it
+    lead: str = ""
 
 
 @lru_cache(maxsize=None)
@@ -99,7 +102,7 @@ def peel(line: str, kinds: tuple[PrefixKind, ...] | None = None) -> Normalized:
     if "\x1b" in line:
         line = ANSI.sub("", line)
     out = Normalized(message=line)
-    pos, key = 0, []
+    pos, key, labels = 0, [], 0
     for _ in range(MAX_PEEL):
         # one match of all kinds at once says which kind (if any) starts here; most lines hold 1-3
         # prefixes, and trying ~20 regexes one by one at each position cost 10 µs a line
@@ -123,6 +126,8 @@ def peel(line: str, kinds: tuple[PrefixKind, ...] | None = None) -> Normalized:
                 setattr(out, name, val)
             if kind.identity:
                 key.append(line[pos:m.end()].replace(" ", ""))
+                if labels == pos:
+                    labels = m.end()
             out.kinds.append(kind.id)
             pos = m.end()
             break
@@ -130,6 +135,7 @@ def peel(line: str, kinds: tuple[PrefixKind, ...] | None = None) -> Normalized:
             break
     out.message = _unbox(line[pos:]) if pos else _unbox(line)
     out.key = "".join(key)
+    out.lead = line[labels:pos]
     return out
 
 
