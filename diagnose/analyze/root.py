@@ -107,7 +107,8 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
 
 
 # NCCL's exceptions that name no cause, and the WARN lines that do
-_NCCL_GENERIC = regex.compile(r"unhandled system error|internal error|NCCL Error \d+:|ncclSystemError|ncclInternalError")
+_NCCL_GENERIC = regex.compile(r"unhandled system error|internal error|invalid usage|NCCL Error \d+:|ncclSystemError|"
+                              r"ncclInternalError|ncclInvalidUsage")
 _NCCL_DETAIL = ("nccl.net_warn", "nccl.no_interface", "nccl.cuda_failure_in_setup")
 
 
