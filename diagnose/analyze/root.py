@@ -149,12 +149,13 @@ def _corroborated_rank(root: Event, events: list[Event]) -> dict:
 # assert is the one that hit it
 _KERNEL_ASSERTS = ("cuda.kernel_assertion_failed", "nan.probabilities_nan")
 # what ends a job that a hang or a communication failure already doomed
-_OUTCOMES = ("slurm.time_limit", "slurm.cancelled", "slurm.cancelled_by_signal", "unknown.fatal_signal")
+_OUTCOMES = ("slurm.time_limit", "slurm.cancelled", "slurm.cancelled_by_signal", "unknown.fatal_signal",
+             "unknown.native_crash")
 # reports that a process died of SIGKILL, which say nothing of who sent it
 _KILL_REPORTS = ("host_oom.torchrun_sigkill", "host_oom.childfailed_sigkill", "host_oom.shell_killed",
                  "host_oom.killed_line", "host_oom.srun_task_killed", "host_oom.mpi_sigkill")
 _FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.srun_task_exit",
-                  "launcher.abort", "launcher.mpi_abort", "launcher.elastic_failed")
+                  "launcher.abort", "launcher.mpi_abort", "launcher.elastic_failed", "launcher.launch_command_failed")
 
 
 def _lagging_rank(root: Event, comm: list[Event], ctx: JobContext) -> dict:
