@@ -267,6 +267,18 @@ def test_plain_cancel_after_a_task_exit_is_that_task(write):
     assert diagnose([log]).root_cause.pattern == "slurm.cancelled"
 
 
+def test_a_launcher_notice_glued_to_an_exception_does_not_label_it(write):
+    # terminal junk, then torchrun's SIGTERM notice on the line after the exception (the shape of
+    # https://github.com/root0yang/BlindNet/issues/6)
+    log = write("t.err", '  File "/w/torch/_utils.py", line 147, in _rebuild_tensor\n'
+                "    return t.set_(storage.untyped(), storage_offset, size, stride)\n"
+                "RuntimeError: Trying to resize storage that is not resizable\n"
+                "^[[M`P>^[[M`>@WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 191334 closing signal SIGTERM\n"
+                "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 (pid: 191335) of binary: /usr/bin/python\n")
+    r = diagnose([log]).root_cause
+    assert (r.category, r.evidence.line) == ("python", 3)
+
+
 def test_gz_and_odd_bytes(tmp_path):
     import gzip
 

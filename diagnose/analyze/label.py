@@ -156,6 +156,8 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
     best_row, best = None, None
     for r in rows:
         p = patterns.get(r["pid"]) if r["pid"] else None
+        if p and p.role != "root" and r is not rows[0]:
+            continue  # a symptom glued to a later line of the message (a launcher's SIGTERM notice) names no cause
         if p and (best is None or p.priority > best.priority):
             best_row, best = r, p
     if best is None:
