@@ -320,3 +320,26 @@ def test_a_rank_named_in_the_text_is_not_said_to_come_from_a_local_rank(write):
            "Process group watchdog thread terminated with exception: NCCL error: unhandled system error\n")
     r = diagnose([write("t.log", log)]).root_cause
     assert r.rank == 3 and "rank_from" not in r.details
+
+
+# NCCL_DEBUG=INFO's setup lines state each process's rank (the shape of https://github.com/horovod/horovod/issues/1122)
+NCCL_INIT = "node1:{pid}:{tid} [{dev}] NCCL INFO comm 0x7f10243{pid} rank {rank} nranks {n} cudaDev {dev} nvmlDev {dev} - Init COMPLETE\n"
+NCCL_WARN = "node1:2143:2561 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n"
+
+
+def test_an_nccl_line_takes_the_rank_nccl_gave_its_process(write):
+    log = write("a.err", "".join(NCCL_INIT.format(pid=2142 + r, tid=2550 + r, dev=r, rank=r, n=4) for r in range(4))
+                + NCCL_WARN)
+    r = diagnose([log]).root_cause
+    assert r.rank == 1 and r.details["rank_from"].endswith("a.err:2")
+    # old NCCL's ring lines say the same where no communicator line is
+    log = write("b.err", "node1:2143:2561 [1] NCCL INFO Ring 00 : 1[1b000] -> 2[3d000] via direct shared memory\n"
+                "node1:2142:2560 [0] NCCL INFO Ring 00 : 0[1a000] -> 1[1b000] via direct shared memory\n" + NCCL_WARN)
+    assert diagnose([log]).root_cause.rank == 1
+
+
+def test_ranks_of_subgroup_communicators_are_not_global(write):
+    # two 2-rank communicators (a TP group each) in a 4-rank job: rank 1 is two processes' rank
+    log = write("a.err", "".join(NCCL_INIT.format(pid=2142 + r, tid=2550 + r, dev=r, rank=r % 2, n=2) for r in range(4))
+                + NCCL_WARN)
+    assert diagnose([log]).root_cause.rank is None

@@ -19,6 +19,11 @@ _FIELD = regex.compile(r"^\s+(?P<k>time|host|rank|exitcode|error_file|traceback)
 # DeepSpeed's launcher: global_rank_mapping=defaultdict(<class 'list'>, {'10.0.0.1': [0, 1], '10.0.0.2': [2, 3]})
 _MAPPING = regex.compile(r"global_rank_mapping=.*?\{(?P<m>.*)\}")
 _MAPPING_HOST = regex.compile(r"'(?P<host>[^']+)': \[(?P<ranks>[\d, ]*)\]")
+# NCCL_DEBUG=INFO names each process's rank in a communicator: `host:pid:tid [dev] NCCL INFO comm 0x… rank 3
+# nranks 8 … Init COMPLETE`, and the ring it builds: `… NCCL INFO Ring 00 : 3[3d000] -> 0[1a000] via …`
+_NCCL_RANK = regex.compile(
+    r"^(?:\[[^\]]*\] ?)?(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] NCCL INFO "
+    r"(?:.*?\bcomm 0x[0-9a-f]+ rank (?P<rank>\d+) n[Rr]anks (?P<n>\d+)|(?:Ring|Channel) 00(?:/\d+)? : (?P<ring>\d+)(?:\[\w+\])? ->)")
 # one process in all: its rank is 0
 _ONE_PROCESS = regex.compile(r"\b(?:world[_ ]size|WORLD_SIZE|dist_world_size)(?: is|=|:| =)\s*1\b(?![.\d])")
 # the job runs on one node: a local rank is then the global rank. torchrun's `--nnodes=1` (quoted or not),
@@ -110,6 +115,7 @@ class JobContext:
     one_node: bool = False  # the logs say the job ran on one node (see _ONE_NODE)
     many_nodes: bool = False  # the logs show another node (several hosts, a node rank > 0, …): outweighs one_node
     one_process: bool = False  # the logs say the world size is 1
+    nccl_ranks: dict[tuple[str, int], tuple[int, int, int]] = field(default_factory=dict)  # (host, pid) → (rank, src, line)
 
     @property
     def world_size(self) -> int | None:
@@ -195,10 +201,11 @@ def read_context(df: pl.DataFrame) -> JobContext:
             r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |arguments ---|memory \(MB\) \||"
             r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd|"
             r"global_rank_mapping=|(?i:nnodes|node[_-]rank)|(?:min|max)_nodes|--standalone|hostfile|WORLD INFO DICT|"
-            r"(?i:world[_ ]size)|num_machines|SLURM_(?:JOB_)?NNODES"
+            r"(?i:world[_ ]size)|num_machines|SLURM_(?:JOB_)?NNODES|NCCL INFO (?:.*comm 0x|Ring 00|Channel 00)"
         )
     ).select("src", "lineno", "msg", "ts", "time")
     in_root = False
+    nccl: list[tuple] = []  # (host, pid, rank, nranks or None for a ring line, src, line)
     cur: ChildFailure | None = None
     dump: dict | None = None
     # an srun task id on any kept line (its --label prefix, or %t in a per-task file name)
@@ -228,6 +235,10 @@ def read_context(df: pl.DataFrame) -> JobContext:
             ctx.iteration = {"iteration": int(m["it"]), "of": int(m["of"]), "time": time}
             if n := _NAN_ITERS.search(msg):
                 ctx.iteration["nan_iterations"] = int(n["n"])
+            continue
+        if "NCCL INFO" in msg and (m := _NCCL_RANK.match(msg)):
+            rank = int(m["rank"] if m["rank"] is not None else m["ring"])
+            nccl.append((m["host"], int(m["pid"]), rank, int(m["n"]) if m["n"] else None, src, lineno))
             continue
         if m := _CDMC.search(msg):
             ctx.cuda_device_max_connections = int(m["v"])
@@ -287,7 +298,29 @@ def read_context(df: pl.DataFrame) -> JobContext:
             if f.host:
                 ctx.rank_host[f.rank] = f.host
     ctx.many_nodes = ctx.many_nodes or _shows_many_nodes(df, ctx)
+    ctx.nccl_ranks = _nccl_ranks(nccl, ctx.world_size)
     return ctx
+
+
+def _nccl_ranks(seen: list[tuple], world: int | None) -> dict:
+    """(host, pid) → (rank, src, line) from NCCL's own lines: its communicators of the whole job (as many ranks
+    as the world, or as the largest one when the world size is not in the logs; a ring line where no
+    communicator line is), and only where each process has one rank there and no two share one (a
+    communicator of a subgroup numbers its members anew: such ranks are no global ranks)."""
+    comms = [s for s in seen if s[3] is not None]
+    if comms:
+        size = world or max(s[3] for s in comms)
+        seen = [s for s in comms if s[3] == size]
+    ranks: dict[tuple[str, int], set[int]] = {}
+    first: dict[tuple[str, int], tuple] = {}
+    for host, pid, rank, _n, src, line in seen:
+        ranks.setdefault((host, pid), set()).add(rank)
+        first.setdefault((host, pid), (rank, src, line))
+    owners: dict[int, int] = {}
+    for r in ranks.values():
+        for rank in r:
+            owners[rank] = owners.get(rank, 0) + 1
+    return {k: first[k] for k, r in ranks.items() if len(r) == 1 and owners[next(iter(r))] == 1}
 
 
 def _shows_many_nodes(df: pl.DataFrame, ctx: JobContext) -> bool:

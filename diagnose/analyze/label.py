@@ -13,6 +13,8 @@ from diagnose.read import grammar, normalize
 from diagnose.analyze.context import JobContext
 from diagnose.model import Event, Evidence, Frame, Source, TracebackBlock
 from diagnose.patterns.library import Pattern
+
+_NCCL_ORIGIN = regex.compile(grammar.NCCL_ORIGIN)
 from diagnose.analyze.tracebacks import Chain
 
 GENERIC = "python.exception"
@@ -65,6 +67,12 @@ def _rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int
         host = host or said.get("host")
         if rank is None and local is not None:
             rank, basis = ctx.global_rank(local, host), ctx.rank_basis(local, host)
+    if rank is None and local is None and ctx.nccl_ranks and (m := _NCCL_ORIGIN.match(msg)):
+        # an NCCL line of a process whose rank NCCL's own setup lines state
+        if (got := ctx.nccl_ranks.get((m["host"], int(m["pid"])))) is not None:
+            rank, src, line = got
+            host = host or m["host"]
+            basis = {"_rank_line": (src, line)}  # made `file:line` by build_events
     if host is None and rank is not None:
         host = ctx.rank_host.get(rank)
     return rank, local, host, basis
@@ -120,6 +128,10 @@ def build_events(
             ev = _error_file_event(s, patterns, ctx)
             if ev:
                 events.append(ev)
+    for e in events:
+        if "_rank_line" in e.details:  # the NCCL line that states the process's rank
+            src, line = e.details.pop("_rank_line")
+            e.details["rank_from"] = f"{display[src]}:{line}"
     return _mark_echoes(events, ctx, {s.display: s.index for s in sources})
 
 

@@ -91,6 +91,9 @@ KEEP_LITERAL = [
     r"group_world_size=\d",
     r"global_ranks=\[",
     r"Init COMPLETE",
+    # a process's rank in old NCCL's ring (context.py; newer NCCL states it on its Init COMPLETE line, whose
+    # `Channel 00/0 : 0[0] -> 1[1]` lines are not kept: a log of NCCL_DEBUG=INFO holds thousands)
+    r"NCCL INFO Ring 00 : \d",
     r"CUDA_DEVICE_MAX_CONNECTIONS",
     r"CANCELLED AT \d{4}-",
     r"global_rank_mapping=",
