@@ -279,6 +279,16 @@ def test_a_launcher_notice_glued_to_an_exception_does_not_label_it(write):
     assert (r.category, r.evidence.line) == ("python", 3)
 
 
+def test_the_same_failure_on_several_ranks_is_the_root_cause_entrys(write):
+    # torchrun's summary names rank 0; rank 1's copy of the same error reached the file first (the shape of
+    # https://github.com/hiyouga/LlamaFactory/issues/4608)
+    log = write("t.err", "Root Cause (first observed failure):\n[0]:\n  time      : 2024-06-28_16:52:43\n"
+                "  host      : vision14\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 11965)\n"
+                "[rank1]: RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:1! (when checking arg\n"
+                "[rank0]: RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0!\n")
+    assert diagnose([log]).root_cause.rank == 0
+
+
 def test_gz_and_odd_bytes(tmp_path):
     import gzip
 

@@ -41,7 +41,7 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
         # torchrun's other failures after its Root Cause entry (it saw that one first, whatever time a
         # wrapper stamped on the lines of its summary)
         tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, seen_later(e), e.order))
-        root = tier[0]
+        root = _named_by_summary(tier[0], tier, ctx)
         if root.pattern in _KILL_REPORTS:
             # a SIGKILL report (`Killed`, exit code -9) and the kill's own record (an OOM-kill event): the
             # record names the cause
@@ -95,7 +95,7 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
     loose = [e for e in events if e.role == "fallback"]
     if loose:
         loose.sort(key=lambda e: (e.pattern != GENERIC, e.order))
-        root = loose[0]
+        root = _named_by_summary(loose[0], loose, ctx)
         notes = {"confidence": "low", "no_pattern": True, **_corroborated_rank(root, events)}
         return root, [e for e in loose[1:] if _same_failure(root, e)], notes
     # Only the launcher's word that something failed: an honest "unknown", pointing at where to look.
@@ -116,6 +116,24 @@ def _inside(e: Event, tb: Event) -> bool:
     """Is e a line of tb's own traceback (a frame's source line such as `raise ValueError(`)?"""
     return e.evidence.file == tb.evidence.file and any(
         b.start <= e.evidence.line <= (b.exception_line or b.start) for b in tb.blocks)
+
+
+def _named_by_summary(root: Event, candidates: list[Event], ctx: JobContext) -> Event:
+    """Several ranks print the same failure (whose output reached the file first is chance): the one on the
+    rank torchrun's Root Cause entry names, which it saw fail first."""
+    named = {f.rank for f in ctx.failures if f.root and f.rank is not None}
+    if len(named) != 1 or root.rank is None or root.rank in named:
+        return root
+    a = _DIGITS.sub("#", root.message)
+    same = [e for e in candidates if e.rank in named and e.pattern == root.pattern
+            and _prefix_alike(a, _DIGITS.sub("#", e.message))]
+    return min(same, key=lambda e: e.order) if same else root
+
+
+def _prefix_alike(a: str, b: str) -> bool:
+    """One text begins the other (lines a paste or a terminal cut at different lengths), over 20+ characters."""
+    n = min(len(a), len(b))
+    return n >= 20 and a[:n] == b[:n]
 
 
 def _in_other_entry(ctx: JobContext):
