@@ -33,7 +33,7 @@ def test_srun_label_space_padded(write):
 
 def test_ray_worker_prefix(write):
     r = diagnose([write("r.log", _tb("(WorkerDict pid=3490362) [rank1]:"))]).root_cause
-    assert r.rank == 1 and r.message == EXC
+    assert r.rank == 1 and r.text == EXC and r.message.endswith(EXC)
 
 
 def test_nccl_host_prefix_gives_host(write):

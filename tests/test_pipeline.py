@@ -358,7 +358,7 @@ def test_a_traceback_introduced_by_a_colon_belongs_to_that_exception(write):
         "(TemporaryActor pid=318, ip=10.0.0.2) ModuleNotFoundError: No module named 'datasets_modules'\n",
     )
     r = diagnose([log]).root_cause
-    assert r.category == "import" and r.message == "ModuleNotFoundError: No module named 'datasets_modules'"
+    assert r.category == "import" and r.text == "ModuleNotFoundError: No module named 'datasets_modules'"
 
 
 

@@ -23,6 +23,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+# a launcher's rank label (`[rank3]:`, `[default0]:`, srun's `3: `, mpirun's `[1,3]<stderr>:`): left out of
+# the line as reported; every other prefix (a host, a logger's columns) is part of it
+_RANK_LABELS = frozenset({"torch_rank", "tee_local", "srun_label", "mpirun_tag"})
 MAX_PEEL = 12  # prefixes stacked on one line, at most (a bound on the work per line)
 FACTS = ("rank", "local_rank", "task", "host", "pid", "time")
 _INT_FACTS = ("rank", "local_rank", "task", "pid")
@@ -62,8 +65,8 @@ class Normalized:
     time: str | None = None
     key: str = ""
     kinds: list[str] = field(default_factory=list)
-    # the prefixes from the first one that is not a launcher's label (`[E0916 17:44:14.56 ProcessGroupNCCL.cpp:1515] `,
-    # `2024-05-01 10:00:00,123 - ERROR - `): with the message, the line as the log prints it
+    # the prefixes from the first one that is not a launcher's rank label (a host; a logger's columns,
+    # `[E0916 17:44:14.56 ProcessGroupNCCL.cpp:1515] `): with the message, the line as the log prints it
     lead: str = ""
 
 
@@ -126,7 +129,7 @@ def peel(line: str, kinds: tuple[PrefixKind, ...] | None = None) -> Normalized:
                 setattr(out, name, val)
             if kind.identity:
                 key.append(line[pos:m.end()].replace(" ", ""))
-                if labels == pos:
+                if labels == pos and kind.id in _RANK_LABELS:
                     labels = m.end()
             out.kinds.append(kind.id)
             pos = m.end()
