@@ -43,8 +43,8 @@ REFINE: dict[tuple[type, str], dict] = {
         "description": "high: a named failure; medium: a generic exception or a communication error; low: only the "
                        "likeliest error line (no pattern names it, or only a launcher said a worker failed)"},
     (model.RootCause, "details"): {"$ref": "#/$defs/RootDetails"},
-    (model.RootCause, "message"): {"description": "the root-cause line as the log prints it (a logger's time, level "
-                                   "or source columns kept; a launcher's rank or host label left out)"},
+    (model.RootCause, "message"): {"description": "the root-cause line as the log prints it, a launcher's rank label "
+                                   "(`[rank3]:`, srun's `3: `) left out; a host, a logger's columns kept"},
     (model.RootCause, "text"): {"description": "the same line's message alone, every prefix peeled"},
     (model.RootCause, "rank"): {"minimum": 0},
     (model.RootCause, "local_rank"): {"minimum": 0},
