@@ -36,7 +36,7 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[Healt
 @given(lines=LINES, secret=st.sampled_from(TOKENS))
 def test_reader_and_renderers_on_any_log(tmp_path_factory, lines, secret):
     d = tmp_path_factory.mktemp("p")
-    (d / "rank-0.log").write_text("\n".join([*lines, f"[rank0]: token is {secret}"]), errors="surrogateescape")
+    (d / "rank-0.log").write_text("\n".join([*lines, f"[rank0]: token is {secret}"]), encoding="utf-8", errors="surrogatepass")  # any lone surrogate: bytes that are no UTF-8
     diag = redact(diagnose([d]))
     doc = redact(to_dict(diag))
     outs = [json.dumps(doc), render_markdown(doc), render_html(doc)]
@@ -74,7 +74,7 @@ def test_jsonl_records_survive_a_torn_line(tmp_path_factory, docs, torn):
     for i, doc in enumerate(docs):
         append_jsonl(path, doc)
         if i == 0 and torn:
-            with open(path, "a", encoding="utf-8", errors="surrogateescape") as f:
+            with open(path, "a", encoding="utf-8", errors="surrogatepass") as f:
                 f.write("{" + torn.replace("\n", " "))
     if docs:
         got, _bad = read_jsonl(path)
