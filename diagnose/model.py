@@ -73,7 +73,7 @@ class Event:
     order: tuple = ()
     blocks: list[TracebackBlock] = field(default_factory=list)
     details: dict = field(default_factory=dict)
-    lead: str = ""  # the logger's prefixes printed before the message (normalize.Normalized.lead)
+    lead: str = ""  # the prefixes printed before the message, a launcher's rank label aside (normalize.Normalized.lead)
 
     @property
     def is_comm(self) -> bool:

@@ -20,10 +20,11 @@ _FIELD = regex.compile(r"^\s+(?P<k>time|host|rank|exitcode|error_file|traceback)
 _MAPPING = regex.compile(r"global_rank_mapping=.*?\{(?P<m>.*)\}")
 _MAPPING_HOST = regex.compile(r"'(?P<host>[^']+)': \[(?P<ranks>[\d, ]*)\]")
 # NCCL_DEBUG=INFO names each process's rank in a communicator: `host:pid:tid [dev] NCCL INFO comm 0x… rank 3
-# nranks 8 … Init COMPLETE`, and the ring it builds: `… NCCL INFO Ring 00 : 3[3d000] -> 0[1a000] via …`
+# nranks 8 … Init COMPLETE`, and (old NCCL) the ring it builds: `… NCCL INFO Ring 00 : 3[3d000] -> 0[1a000] via …`
+# (the lines the scan keeps for it, grammar.KEEP_LITERAL)
 _NCCL_RANK = regex.compile(
     r"^(?:\[[^\]]*\] ?)?(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] NCCL INFO "
-    r"(?:.*?\bcomm 0x[0-9a-f]+ rank (?P<rank>\d+) n[Rr]anks (?P<n>\d+)|(?:Ring|Channel) 00(?:/\d+)? : (?P<ring>\d+)(?:\[\w+\])? ->)")
+    r"(?:.*?\bcomm 0x[0-9a-f]+ rank (?P<rank>\d+) n[Rr]anks (?P<n>\d+)|Ring 00 : (?P<ring>\d+)(?:\[\w+\])? ->)")
 # one process in all: its rank is 0
 _ONE_PROCESS = regex.compile(r"\b(?:world[_ ]size|WORLD_SIZE|dist_world_size)(?: is|=|:| =)\s*1\b(?![.\d])")
 # the job runs on one node: a local rank is then the global rank. torchrun's `--nnodes=1` (quoted or not),
@@ -201,7 +202,7 @@ def read_context(df: pl.DataFrame) -> JobContext:
             r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |arguments ---|memory \(MB\) \||"
             r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd|"
             r"global_rank_mapping=|(?i:nnodes|node[_-]rank)|(?:min|max)_nodes|--standalone|hostfile|WORLD INFO DICT|"
-            r"(?i:world[_ ]size)|num_machines|SLURM_(?:JOB_)?NNODES|NCCL INFO (?:.*comm 0x|Ring 00|Channel 00)"
+            r"(?i:world[_ ]size)|num_machines|SLURM_(?:JOB_)?NNODES|NCCL INFO (?:.*comm 0x|Ring 00)"
         )
     ).select("src", "lineno", "msg", "ts", "time")
     in_root = False

@@ -13,9 +13,9 @@ from diagnose.read import grammar, normalize
 from diagnose.analyze.context import JobContext
 from diagnose.model import Event, Evidence, Frame, Source, TracebackBlock
 from diagnose.patterns.library import Pattern
+from diagnose.analyze.tracebacks import Chain
 
 _NCCL_ORIGIN = regex.compile(grammar.NCCL_ORIGIN)
-from diagnose.analyze.tracebacks import Chain
 
 GENERIC = "python.exception"
 UNKNOWN = "unknown.no_evidence"

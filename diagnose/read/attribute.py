@@ -19,7 +19,8 @@ from diagnose.model import Source
 
 
 def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
-    """Adds msg, lead (the logger's prefixes before msg, see normalize.Normalized), rank, local_rank, task, host, tstext (a peeled timestamp's text), record (the line
+    """Adds msg, lead (the prefixes before msg but a launcher's rank label, see normalize.Normalized), rank,
+    local_rank, task, host, tstext (a peeled timestamp's text), record (the line
     starts a logger's record), stamp (its file's every line carries a wrapper's timestamp) and stream
     (the key of one process's output: its file and the identity part of its prefix)."""
     kinds = normalize.load()

@@ -154,12 +154,18 @@ def _compiled(kinds: tuple[PrefixKind, ...]) -> list:
         pairs = [(k, re.compile(_unique_names(k.regex))) for k in kinds]
         # the gate: every kind as one alternation, each its own group (`k7` is kind 7), inner
         # names dropped; alternatives are tried in order, as peel tries the kinds
-        gate = re.compile("|".join(f"(?P<k{i}>{_NAMED.sub('(?:', k.regex)})" for i, k in enumerate(kinds)) or "(?!)")
+        gate = re.compile(_one_of(kinds, tagged=True))
         got = _COMPILED[id(kinds)] = (kinds, (pairs, gate))
     return got[1]
 
 
 _NAMED = re.compile(r"\(\?P<\w+>")
+
+
+def _one_of(kinds: tuple[PrefixKind, ...], tagged: bool = False) -> str:
+    """All kinds' regexes as one alternation, their group names dropped; `tagged`: kind i in group `k<i>`."""
+    return "|".join(f"(?P<k{i}>{_NAMED.sub('(?:', k.regex)})" if tagged else f"(?:{_NAMED.sub('(?:', k.regex)})"
+                    for i, k in enumerate(kinds)) or "(?!)"
 
 
 def _unique_names(rx: str) -> str:
@@ -195,7 +201,7 @@ def _text_gate(kinds: tuple[PrefixKind, ...]):
     """All text-rank kinds as one regex: most messages name no rank, and one search says so (eleven did)."""
     got = _GATES.get(id(kinds))
     if got is None or got[0] is not kinds:
-        got = _GATES[id(kinds)] = (kinds, regex.compile("|".join(f"(?:{_NAMED.sub('(?:', k.regex)})" for k in kinds) or "(?!)"))
+        got = _GATES[id(kinds)] = (kinds, regex.compile(_one_of(kinds)))
     return got[1]
 
 
