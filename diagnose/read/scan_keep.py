@@ -20,10 +20,11 @@ def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
     """What the scan keeps, as one plain (slow) expression: the reference KeepPlan is tested against."""
     line = pl.col("line")
     pattern_regexes = [loosen_anchors(r) for r in pattern_regexes]
-    literal = "|".join(f"(?:{r})" for r in [*grammar.KEEP_LITERAL, *grammar.KEEP_THIN, *pattern_regexes])
+    # one contains per regex: a single alternation of them all outgrows Rust regex's size limit
+    literal = pl.any_horizontal([line.str.contains(r) for r in [*grammar.KEEP_LITERAL, *grammar.KEEP_THIN, *pattern_regexes]])
     struct = line.str.contains(grammar.KEEP_STRUCT)
     near = struct.shift(1, fill_value=False) | struct.shift(2, fill_value=False)
-    return line.str.contains(literal) | line.str.contains(grammar.KEEP_ANCHORED) | near
+    return literal | line.str.contains(grammar.KEEP_ANCHORED) | near
 
 
 @functools.lru_cache(maxsize=8)
