@@ -386,3 +386,43 @@ def test_a_traceback_introduced_by_a_colon_belongs_to_that_exception(write):
 def test_the_line_that_names_the_cause_is_the_root_with_the_reports_rank(write, log, want):
     r = diagnose([write("r.log", log)]).root_cause
     assert (r.category, r.pattern, r.rank, r.evidence.line) == want
+
+
+def test_an_unranked_error_line_takes_the_rank_of_the_traceback_printed_under_it(write):
+    # the layout of https://github.com/EleutherAI/gpt-neox/issues/1310: ROCm's runtime prints its fault with no
+    # rank, then that process's traceback begins (here cut before its exception, as pasted)
+    log = write(
+        "rocm.log",
+        "[rank0]: iteration 10 | loss 2.1\n"
+        "Memory access fault by GPU node-9 (Agent handle: 0x7d5f990) on address 0x14a1cfe01000. Reason: Unknown.\n"
+        "[rank6]: Traceback (most recent call last):\n"
+        '[rank6]:   File "/w/train.py", line 9, in <module>\n'
+        "[rank6]:     main()\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.rank, r.evidence.line) == ("cuda", 6, 2)
+    assert r.details.get("rank_from", "").endswith("rocm.log:3")
+
+
+def test_an_unranked_error_line_far_from_a_traceback_keeps_no_rank(write):
+    log = write(
+        "far.log",
+        "Memory access fault by GPU node-9 (Agent handle: 0x7d5f990) on address 0x14a1cfe01000. Reason: Unknown.\n"
+        + "".join(f"noise {i}\n" for i in range(20))
+        + "[rank6]: Traceback (most recent call last):\n"
+        '[rank6]:   File "/w/train.py", line 9, in <module>\n',
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.rank) == ("cuda", None)
+
+
+def test_an_nccl_exception_line_and_its_detail_are_one_message(write):
+    log = write(
+        "nccl.log",
+        "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version 2.14.3\n"
+        "Last error:\n"
+        "node2: Net : Call to recv from 10.0.0.2<56843> failed : Connection refused\n",
+    )
+    r = diagnose([log]).root_cause
+    assert r.category == "nccl" and r.evidence.line == 3
+    assert r.message.startswith("RuntimeError: NCCL error in:") and r.message.endswith("Connection refused")

@@ -135,6 +135,20 @@ def build_events(
     return _mark_echoes(events, ctx, {s.display: s.index for s in sources})
 
 
+def traceback_starts(chains: list[Chain], sources: list[Source], ctx: JobContext) -> list[tuple]:
+    """Where each traceback begins and whose it is, cut ones too: (file, line, rank, local rank, host)."""
+    display = {s.index: s.display for s in sources}
+    out = []
+    for c in chains:
+        rank, local, host = c.head
+        if rank is None and local is None:
+            continue
+        rank, local, host, _ = _rank_from(rank, local, host, "", ctx)
+        if rank is not None:
+            out.append((display[c.src], c.start, rank, local, host))
+    return out
+
+
 def _within(spans: list[tuple[int, int]] | None, line: int) -> bool:
     """Is `line` strictly inside one of the sorted, disjoint spans?"""
     if not spans:

@@ -22,8 +22,9 @@ def _same_failure(a: Event, b: Event) -> bool:
     return a.pattern == b.pattern and _DIGITS.sub("#", a.message) == _DIGITS.sub("#", b.message)
 
 
-def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, list[Event], dict]:
-    """The root event, the events that are the same failure on other ranks, and inference notes."""
+def choose_root(events: list[Event], ctx: JobContext, starts: list[tuple] = ()) -> tuple[Event | None, list[Event], dict]:
+    """The root event, the events that are the same failure on other ranks, and inference notes.
+    `starts`: where the tracebacks begin and whose they are (label.traceback_starts)."""
     roots = [e for e in events if e.role == "root"]
     tracebacks = [e for e in roots if e.kind in ("traceback", "error_file") and not e.is_comm]
     lines = [e for e in roots if e.kind == "line" and not e.is_comm]
@@ -53,7 +54,11 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
             detail = [e for e in tier if e.pattern in _NCCL_DETAIL]
             if detail:
                 said = [e for e in tier if e.pattern == root.pattern and e.rank is not None]
-                root = min(detail, key=lambda e: e.order)
+                exc, root = root, min(detail, key=lambda e: e.order)
+                if (exc.kind == "line" and exc.evidence.file == root.evidence.file
+                        and 0 < root.evidence.line - exc.evidence.line <= 3):
+                    # the exception's own `Last error:` detail, printed under it: one message, as in a traceback
+                    root.message = f"{exc.message} … {root.message}"
                 hosts = {e.host for e in said} - {None}
                 if root.rank is None and len({e.rank for e in said}) == 1 and (root.host is None or hosts <= {root.host}):
                     # one rank raised it, on the WARN's host as far as the logs say: the WARN is that rank's
@@ -88,7 +93,13 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
                     line.blocks = root.blocks
                 root = line
         same = [e for e in tier if e is not root and _same_failure(root, e)]
-        notes = _lagging_rank(root, tier, ctx) if root.is_comm else _corroborated_rank(root, events)
+        if root.is_comm:
+            notes = _lagging_rank(root, tier, ctx)
+            if root.rank is None and root.kind == "line" and root.pattern not in _WAITED and "lagging_rank" not in notes:
+                # NCCL's WARN on the failed call, then that process's traceback
+                notes.update(_traceback_after(root, starts))
+        else:
+            notes = _corroborated_rank(root, events, starts)
         return root, same, notes
     # No pattern names a failure, but the logs show an error: the earliest error line (an exception
     # line before a bare error word) is the likeliest root, said with low confidence.
@@ -96,7 +107,7 @@ def choose_root(events: list[Event], ctx: JobContext) -> tuple[Event | None, lis
     if loose:
         loose.sort(key=lambda e: (e.pattern != GENERIC, e.order))
         root = _named_by_summary(loose[0], loose, ctx)
-        notes = {"confidence": "low", "no_pattern": True, **_corroborated_rank(root, events)}
+        notes = {"confidence": "low", "no_pattern": True, **_corroborated_rank(root, events, starts)}
         return root, [e for e in loose[1:] if _same_failure(root, e)], notes
     # Only the launcher's word that something failed: an honest "unknown", pointing at where to look.
     said = [e for e in events if e.role == "symptom"]
@@ -146,21 +157,41 @@ def _in_other_entry(ctx: JobContext):
     return test
 
 
-def _corroborated_rank(root: Event, events: list[Event]) -> dict:
+def _corroborated_rank(root: Event, events: list[Event], starts: list[tuple] = ()) -> dict:
     """A root line that names no rank (`slurmstepd: … oom-kill event`) takes the one rank that the other
     reports of the same failure, or the launcher's failure reports, name (`srun: error: n1: task 0: Out
     Of Memory`; a kernel's assertion: the traceback reporting the device-side assert); with none, or
-    several, the rank stays unknown."""
+    several, the rank stays unknown.  A process's own error line printed just before its traceback
+    takes that traceback's rank."""
     if root.rank is not None:
         return {}
     said = [e for e in events if e is not root and e.rank is not None and not e.is_comm and (
         (e.role == "root" and e.category == root.category) or e.pattern in _FAILURE_WORDS
         or (root.pattern in _KERNEL_ASSERTS and e.pattern == "cuda.device_assert"))]
     ranks = {e.rank for e in said}
-    if len(ranks) != 1:
+    if len(ranks) == 1:
+        e = min(said, key=lambda e: e.order)
+        return {"rank": e.rank, "rank_from": str(e.evidence)}
+    if not said and root.kind == "line" and root.category not in _NOT_THE_PROCESS and not root.pattern.startswith("launcher."):
+        return _traceback_after(root, starts)
+    return {}
+
+
+# lines that a scheduler, a launcher or a kernel prints about a process, not the process itself
+_NOT_THE_PROCESS = ("host_oom", "slurm")
+_ADJACENT = 12  # an error line and its traceback: the lines between are the same process's (NCCL's call trail)
+
+
+def _traceback_after(root: Event, starts: list[tuple]) -> dict:
+    """The rank of the traceback that begins within a few lines after the root line, in the same file: a
+    process prints its error (a CUDA kernel's assertion, NCCL's WARN, the error text) and then its traceback,
+    often cut off in a paste before it reaches the exception."""
+    line = root.evidence.line
+    after = [s for s in starts if s[0] == root.evidence.file and line < s[1] <= line + _ADJACENT]
+    if not after:
         return {}
-    e = min(said, key=lambda e: e.order)
-    return {"rank": e.rank, "rank_from": str(e.evidence)}
+    file, start, rank, _local, _host = min(after, key=lambda s: s[1])
+    return {"rank": rank, "rank_from": f"{file}:{start}"}
 
 
 # a GPU kernel's own assertion line (no rank on it): the rank whose traceback reports the device-side
@@ -237,7 +268,8 @@ def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, P
     if cf:
         details["launcher_summary"] = {"exitcode": cf.exitcode, "pid": cf.pid, "host": cf.host}
     same_rank = rank == root.rank
-    time, local, host = root.time, root.local_rank if same_rank else None, root.host if same_rank else None
+    # a line that names no rank still says where it was printed
+    time, local, host = root.time, root.local_rank if same_rank else None, root.host if same_rank or root.rank is None else None
     if cf:  # torchrun's summary of the same rank: when it was seen failing, where, which local rank
         if time is None and cf.time is not None:
             time = cf.time

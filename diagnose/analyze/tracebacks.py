@@ -32,6 +32,7 @@ class Chain:
     src: int
     blocks: list[TracebackBlock] = field(default_factory=list)
     rows: list[dict] = field(default_factory=list)  # the kept rows of the exception lines and continuations
+    head: tuple = (None, None, None)  # (rank, local rank, host) of its first line, as the prefixes say
 
     @property
     def start(self) -> int:
@@ -57,7 +58,7 @@ _COLS = ("src", "lineno", "msg", "stream", "is_header", "is_frame", "is_chain", 
          "time", "order_time", "pid", "rank", "local_rank", "host", "record", "stamp", "lead")
 # rows are walked as tuples (a dict per row cost half the walk on a flood of tracebacks); these index them
 (_SRC, _LINENO, _MSG, _STREAM, _HEADER, _FRAME_, _CHAIN, _EXC, _INDENT, _BLANK, _TS,
- *_, _RECORD, _STAMP, _LEAD) = range(len(_COLS))
+ _TIME, _ORDER_TIME, _PID, _RANK, _LOCAL, _HOST, _RECORD, _STAMP, _LEAD) = range(len(_COLS))
 
 
 def assemble(df: pl.DataFrame, multi_stream_srcs: set[int]) -> list[Chain]:
@@ -88,7 +89,7 @@ def _walk(stream, rows, multi_stream_srcs, chains):
             introduced = (r[_HEADER] and state == "exc" and block is not None and (block.exception or "").endswith(":")
                           and prev_line is not None and r[_LINENO] - prev_line <= 2)
             if chain is None or not (linked or nested or introduced):
-                chain = Chain(stream=stream, src=r[_SRC])
+                chain = Chain(stream=stream, src=r[_SRC], head=(r[_RANK], r[_LOCAL], r[_HOST]))
                 chains.append(chain)
             block = TracebackBlock(start=r[_LINENO], truncated=not r[_HEADER])
             chain.blocks.append(block)
