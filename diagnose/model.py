@@ -258,6 +258,7 @@ class RootDetails:
     also_on_ranks: list[int] | None = doc("other ranks that printed the same error")
     occurrences: int | None = doc("how many times the error was printed in all", minimum=1)
     phase: str | None = doc("the training phase of the failing frame (forward, backward, optimizer step ...)")
+    crashed_in: str | None = doc("a native crash: the backtrace frame (file:line) that places it inside a library")
     traceback_truncated: bool | None = doc("the traceback is cut off in the log")
     error_file: str | None = doc("the torchrun error.json the failure was read from")
     launcher_summary: LauncherSummary | None = doc("torchrun's failure summary for the rank")

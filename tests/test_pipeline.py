@@ -426,3 +426,42 @@ def test_an_nccl_exception_line_and_its_detail_are_one_message(write):
     r = diagnose([log]).root_cause
     assert r.category == "nccl" and r.evidence.line == 3
     assert r.message.startswith("RuntimeError: NCCL error in:") and r.message.endswith("Connection refused")
+
+
+def test_a_native_crash_inside_a_cuda_library_is_a_cuda_failure(write):
+    # UCX's crash handler, the layout of https://github.com/wzzheng/StreamVGGT/issues/10
+    log = write(
+        "fpe.log",
+        "[host:176055:0:176055] Caught signal 8 (Floating point exception: integer divide by zero)\n"
+        "==== backtrace (tid: 176055) ====\n"
+        " 0 0x0000000000042520 __sigaction()  ???:0\n"
+        " 1 0x00000000007b13a4 cublasLtMatmulAlgoGetHeuristic()  ???:0\n"
+        " 2 0x00000000035af5a3 at::cuda::blas::gemm_and_bias<float>()  :0\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.pattern, r.evidence.line) == ("cuda", "cuda.library_crash", 1)
+    assert r.details["crashed_in"].endswith("fpe.log:4")
+
+
+def test_a_native_crash_elsewhere_stays_unexplained(write):
+    log = write(
+        "segv.log",
+        "[host:17:0:17] Caught signal 11 (Segmentation fault: address not mapped to object at address (nil))\n"
+        "==== backtrace (tid: 17) ====\n"
+        " 0 0x0000000000042520 __sigaction()  ???:0\n"
+        " 1 0x00000000001a2b3c my_extension_kernel()  ???:0\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.pattern) == ("unknown", "unknown.native_crash") and "crashed_in" not in r.details
+
+
+def test_an_exception_name_with_its_message_on_the_next_line(write):
+    log = write(
+        "oom.log",
+        "    return t.to(\n"
+        "torch.OutOfMemoryError:\n"
+        "CUDA out of memory. Tried to allocate 130.00 MiB. GPU 0 has a total capacity of 79.10 GiB of which 12.81 MiB is free.\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.evidence.line) == ("oom", 2)
+    assert r.message.startswith("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 130.00 MiB")

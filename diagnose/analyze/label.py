@@ -212,6 +212,9 @@ def _message(c: Chain, row: dict) -> str:
     under `DistBackendError: NCCL error in: …`) comes with the exception line it belongs to."""
     msg = row["msg"].strip()
     for b in c.blocks:
+        if msg.endswith(":") and b.exception_line == row["lineno"] and b.continuation:
+            # `torch.OutOfMemoryError:` with its message on the next line (a wrapped or re-printed exception)
+            return f"{msg} {b.continuation[0][1].strip()}"
         if b.exception and b.exception_line is not None and any(n == row["lineno"] for n, _ in b.continuation):
             return f"{b.exception} … {msg}"
     return msg

@@ -43,6 +43,7 @@ def choose_root(events: list[Event], ctx: JobContext, starts: list[tuple] = ()) 
         # wrapper stamped on the lines of its summary)
         tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, seen_later(e), e.order))
         root = _named_by_summary(tier[0], tier, ctx)
+        crashed_in = None
         if root.pattern in _KILL_REPORTS:
             # a SIGKILL report (`Killed`, exit code -9) and the kill's own record (an OOM-kill event): the
             # record names the cause
@@ -63,6 +64,13 @@ def choose_root(events: list[Event], ctx: JobContext, starts: list[tuple] = ()) 
                 if root.rank is None and len({e.rank for e in said}) == 1 and (root.host is None or hosts <= {root.host}):
                     # one rank raised it, on the WARN's host as far as the logs say: the WARN is that rank's
                     root.rank, root.local_rank = said[0].rank, said[0].local_rank
+        if root.kind == "line" and root.message.endswith(":"):
+            # an exception's name alone (`torch.OutOfMemoryError:`), its message on the next line
+            nxt = [e for e in tier if e.evidence.file == root.evidence.file and e.evidence.line == root.evidence.line + 1
+                   and e.category == root.category]
+            if nxt:
+                root.message = f"{root.message} {nxt[0].message}"
+                root.pattern = nxt[0].pattern
         if root.pattern in _OUTCOMES and any(e.order < root.order for e in comm):
             continue  # a cancel or abort after a communication failure is its outcome, not its cause
         if root.pattern == "slurm.cancelled":
@@ -81,6 +89,14 @@ def choose_root(events: list[Event], ctx: JobContext, starts: list[tuple] = ()) 
                 if line.rank is None:
                     line.rank, line.local_rank, line.host = root.rank, root.local_rank, root.host
                 root = line
+        if root.pattern in _NATIVE_CRASHES:
+            # the crash handler's backtrace under the signal line names the library the process crashed in
+            inside = [e for e in events if e.pattern == "cuda.library_crash" and e.evidence.file == root.evidence.file
+                      and 0 < e.evidence.line - root.evidence.line <= _BACKTRACE]
+            if inside:
+                frame = min(inside, key=lambda e: e.evidence.line)
+                root.pattern, root.category = frame.pattern, frame.category
+                crashed_in = str(frame.evidence)
         if root.kind != "line" and root.pattern != GENERIC:
             # the same failure printed as a line before its traceback: the earliest report is the evidence;
             # another rank's (its traceback cut off above the line) reports it first
@@ -100,6 +116,8 @@ def choose_root(events: list[Event], ctx: JobContext, starts: list[tuple] = ()) 
                 notes.update(_traceback_after(root, starts))
         else:
             notes = _corroborated_rank(root, events, starts)
+        if crashed_in:
+            notes["crashed_in"] = crashed_in
         return root, same, notes
     # No pattern names a failure, but the logs show an error: the earliest error line (an exception
     # line before a bare error word) is the likeliest root, said with low confidence.
@@ -116,6 +134,10 @@ def choose_root(events: list[Event], ctx: JobContext, starts: list[tuple] = ()) 
         return said[0], [], {"no_root_evidence": "the failing rank's own error is not in these logs", "confidence": "low"}
     return None, [], {}
 
+
+# a crash handler's report of a signal, and how far below it its backtrace's frames may be
+_NATIVE_CRASHES = ("unknown.native_crash", "unknown.fatal_signal")
+_BACKTRACE = 40
 
 # NCCL's exceptions that name no cause, and the WARN lines that do
 _NCCL_GENERIC = regex.compile(r"unhandled system error|internal error|invalid usage|NCCL Error \d+:|ncclSystemError|"
