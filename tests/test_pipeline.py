@@ -465,3 +465,17 @@ def test_an_exception_name_with_its_message_on_the_next_line(write):
     r = diagnose([log]).root_cause
     assert (r.category, r.evidence.line) == ("oom", 2)
     assert r.message.startswith("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 130.00 MiB")
+
+
+def test_a_rank_named_in_a_later_line_of_the_exception_message(write):
+    log = write(
+        "ddp.log",
+        "Traceback (most recent call last):\n"
+        '  File "/w/train.py", line 9, in <module>\n'
+        "    loss = model(x)\n"
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error "
+        "indicates that your module has parameters that were not used in producing loss.\n"
+        "Parameter indices which did not receive grad for rank 1: 578 579 580\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.rank) == ("config", 1) and r.details["rank_from"].endswith("ddp.log:5")

@@ -196,6 +196,13 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
         # a parent's traceback around its worker's (mp.spawn's `-- Process 1 terminated with the following
         # error:`): the worker named there raised the reported line
         rank, local, host, basis = _rank_of(best_row, ctx)
+    if rank is None and local is None:
+        # a later line of the exception's message that names its rank (DDP's `… did not receive grad for rank 1:`)
+        said = next(((n, d) for b in c.blocks for n, t in b.continuation
+                     if (d := normalize.rank_in_text(t)).get("rank") is not None), None)
+        if said:
+            rank, host = said[1]["rank"], host or said[1].get("host")
+            basis = {"rank_from": f"{display[c.src]}:{said[0]}"}
     start_order = first["order_time"]
     message = _message(c, best_row)
     return Event(
