@@ -479,3 +479,37 @@ def test_a_rank_named_in_a_later_line_of_the_exception_message(write):
     )
     r = diagnose([log]).root_cause
     assert (r.category, r.rank) == ("config", 1) and r.details["rank_from"].endswith("ddp.log:5")
+
+
+def test_a_library_error_under_the_jobs_own_data_code_is_read_by_that_code(write):
+    # the layout of https://github.com/hpcaitech/Open-Sora/issues/665: pandas raises the KeyError for a CSV
+    # column the job's sampler reads; the frames under the sampler's are pandas' own
+    log = write(
+        "keyerror.log",
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/w/opensora/datasets/sampler.py", line 22, in apply\n'
+        '[rank0]:     data["height"],\n'
+        '[rank0]:   File "/usr/local/lib/python3.10/dist-packages/pandas/core/series.py", line 1040, in __getitem__\n'
+        "[rank0]:     return self._get_value(key)\n"
+        '[rank0]:   File "/usr/local/lib/python3.10/dist-packages/pandas/core/series.py", line 1156, in _get_value\n'
+        "[rank0]:     loc = self.index.get_loc(label)\n"
+        '[rank0]:   File "/usr/local/lib/python3.10/dist-packages/pandas/core/indexes/base.py", line 3798, in get_loc\n'
+        "[rank0]:     raise KeyError(key) from err\n"
+        "[rank0]: KeyError: 'height'\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.rank) == ("data", 0)
+
+
+def test_nccls_unhandled_cuda_error_takes_its_detail(write):
+    log = write(
+        "nccl.log",
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, "
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\n"
+        "Last error:\n"
+        "Cuda failure 1 'invalid argument'\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.pattern, r.evidence.line) == ("nccl", "nccl.cuda_failure_in_setup", 4)
+    assert r.message.startswith("torch.distributed.DistBackendError: NCCL error in:")

@@ -227,11 +227,17 @@ def _message(c: Chain, row: dict) -> str:
     return msg
 
 
+_LIBRARY = regex.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python3?[\d.]*[/\\](?!site-|dist-)|^<frozen ")
+
+
 def _by_frames(best: Pattern, exception: str, frames: list[Frame], patterns: dict[str, Pattern]) -> Pattern:
     """The frame pattern whose exception regex matches and whose frames regex matches one of the three
     innermost frames: file, function and source line (`ValueError` raised while loading a tokenizer: a
     corrupt input file; `assert n % k == 0`: a divisibility check)."""
-    inner = [f"{f.file} {f.func} {f.code or ''}" for f in frames[-3:]]
+    # the three innermost frames, and the innermost of the job's own code: a library's internals (pandas'
+    # indexing under `data["height"]`) sit between the failing line and the exception
+    own = next((f for f in reversed(frames[:-3]) if not _LIBRARY.search(f.file)), None)
+    inner = [f"{f.file} {f.func} {f.code or ''}" for f in ([own] if own else []) + frames[-3:]]
     for p in sorted((p for p in patterns.values() if p.frames), key=lambda p: -p.priority):
         if p.search(exception) and any(regex.search(p.frames, x) for x in inner):
             return p

@@ -140,8 +140,8 @@ _NATIVE_CRASHES = ("unknown.native_crash", "unknown.fatal_signal")
 _BACKTRACE = 40
 
 # NCCL's exceptions that name no cause, and the WARN lines that do
-_NCCL_GENERIC = regex.compile(r"unhandled system error|internal error|invalid usage|NCCL Error \d+:|ncclSystemError|"
-                              r"ncclInternalError|ncclInvalidUsage")
+_NCCL_GENERIC = regex.compile(r"unhandled system error|unhandled cuda error|internal error|invalid usage|NCCL Error \d+:|"
+                              r"ncclSystemError|ncclInternalError|ncclInvalidUsage|ncclUnhandledCudaError")
 _NCCL_DETAIL = ("nccl.net_warn", "nccl.no_interface", "nccl.cuda_failure_in_setup")
 
 
