@@ -513,3 +513,22 @@ def test_nccls_unhandled_cuda_error_takes_its_detail(write):
     r = diagnose([log]).root_cause
     assert (r.category, r.pattern, r.evidence.line) == ("nccl", "nccl.cuda_failure_in_setup", 4)
     assert r.message.startswith("torch.distributed.DistBackendError: NCCL error in:")
+
+
+def test_a_named_failure_right_under_an_unnamed_cpp_abort_is_the_root(write):
+    # the layout of https://github.com/pytorch/pytorch/issues/58155: two threads of one process abort
+    log = write(
+        "abort.log",
+        "terminate called after throwing an instance of 'std::system_error'\n"
+        "  what():  Transport endpoint is not connected\n"
+        "terminate called after throwing an instance of 'c10::Error'\n"
+        "  what():  CUDA error: uncorrectable NVLink error detected during the execution\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.evidence.line) == ("cuda", 4)
+
+
+def test_an_mpi_rank_killed_names_its_rank_behind_a_renamed_mpirun(write):
+    log = write("mpi.log", "mpirun.real noticed that process rank 1 with PID 39 on node worker-1 exited on signal 9 (Killed).\n")
+    r = diagnose([log]).root_cause
+    assert (r.category, r.rank, r.host) == ("host_oom", 1, "worker-1")

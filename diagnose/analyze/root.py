@@ -89,6 +89,13 @@ def choose_root(events: list[Event], ctx: JobContext, starts: list[tuple] = ()) 
                 if line.rank is None:
                     line.rank, line.local_rank, line.host = root.rank, root.local_rank, root.host
                 root = line
+        if root.pattern in _UNNAMED_ABORTS:
+            # an uncaught C++ exception of no named kind, and a named failure printed just under it (two threads
+            # of one process dying): the named one says what happened
+            named = [e for e in lines if e.category != "unknown" and e.evidence.file == root.evidence.file
+                     and 0 < e.evidence.line - root.evidence.line <= _NEIGHBOURS]
+            if named:
+                root = min(named, key=lambda e: e.evidence.line)
         if root.pattern in _NATIVE_CRASHES:
             # the crash handler's backtrace under the signal line names the library the process crashed in
             inside = [e for e in events if e.pattern == "cuda.library_crash" and e.evidence.file == root.evidence.file
@@ -134,6 +141,10 @@ def choose_root(events: list[Event], ctx: JobContext, starts: list[tuple] = ()) 
         return said[0], [], {"no_root_evidence": "the failing rank's own error is not in these logs", "confidence": "low"}
     return None, [], {}
 
+
+# C++ exceptions that name no kind of failure, and how far below one a named failure is the same crash's
+_UNNAMED_ABORTS = ("unknown.cpp_exception",)
+_NEIGHBOURS = 6
 
 # a crash handler's report of a signal, and how far below it its backtrace's frames may be
 _NATIVE_CRASHES = ("unknown.native_crash", "unknown.fatal_signal")
@@ -201,7 +212,7 @@ def _corroborated_rank(root: Event, events: list[Event], starts: list[tuple] = (
 
 # lines that a scheduler, a launcher or a kernel prints about a process, not the process itself
 _NOT_THE_PROCESS = ("host_oom", "slurm")
-_ADJACENT = 12  # an error line and its traceback: the lines between are the same process's (NCCL's call trail)
+_ADJACENT = 20  # an error line and its traceback: the lines between are the same process's (NCCL's call trail)
 
 
 def _traceback_after(root: Event, starts: list[tuple]) -> dict:
