@@ -532,3 +532,16 @@ def test_an_mpi_rank_killed_names_its_rank_behind_a_renamed_mpirun(write):
     log = write("mpi.log", "mpirun.real noticed that process rank 1 with PID 39 on node worker-1 exited on signal 9 (Killed).\n")
     r = diagnose([log]).root_cause
     assert (r.category, r.rank, r.host) == ("host_oom", 1, "worker-1")
+
+
+@pytest.mark.parametrize("tail,want", [
+    ("[2023-05-23 10:55:58,501] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 31621\n", "host_oom"),
+    # a worker that exited 1 printed its error somewhere this log does not hold: no guess
+    ("[2023-05-23 10:55:58,501] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 31621\n"
+     "[2023-05-23 10:55:59,501] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', "
+     "'--local_rank=1'] exits with return code = 1\n", "unknown"),
+], ids=["silent", "exit-1"])
+def test_deepspeeds_teardown_with_no_worker_error_is_a_silent_kill(write, tail, want):
+    log = write("ds.log", "[2023-05-23 10:50:00,000] [INFO] [launch.py:228:main] process 31621 spawned with command: python train.py\n" + tail)
+    r = diagnose([log]).root_cause
+    assert r.category == want and r.confidence == "low"

@@ -138,9 +138,18 @@ def choose_root(events: list[Event], ctx: JobContext, starts: list[tuple] = ()) 
     said = [e for e in events if e.role == "symptom"]
     if said:
         said.sort(key=lambda e: (e.pattern not in _FAILURE_WORDS, e.order))
-        return said[0], [], {"no_root_evidence": "the failing rank's own error is not in these logs", "confidence": "low"}
+        root = said[0]
+        codes = {c for e in said for c in _RETURN_CODE.findall(e.message)}
+        if _DS_TEARDOWN.search(root.lead + root.message) and codes <= {"-9"}:
+            # DeepSpeed's workers print to its console: one that died without a word was SIGKILLed
+            root.pattern, root.category = "host_oom.launcher_killed_silently", "host_oom"
+        return root, [], {"no_root_evidence": "the failing rank's own error is not in these logs", "confidence": "low"}
     return None, [], {}
 
+
+# DeepSpeed's launcher tearing the job down, and the return codes it reports
+_DS_TEARDOWN = regex.compile(r"launch\.py:\d+:sigkill_handler\] (?:Killing subprocess \d+|\[')")
+_RETURN_CODE = regex.compile(r"exits with return code = (-?\d+)")
 
 # C++ exceptions that name no kind of failure, and how far below one a named failure is the same crash's
 _UNNAMED_ABORTS = ("unknown.cpp_exception",)
