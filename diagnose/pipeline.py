@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from diagnose.read import attribute, collect, rejoin, scan, scan_deadline, timeline
-from diagnose.analyze import context, explain, findings, label, root as choose, tracebacks
+from diagnose.analyze import context, explain, findings, label, root as choose, summaries, tracebacks
 from diagnose.patterns import library as patterns_mod
 from diagnose.model import Diagnosis
 
@@ -44,6 +44,8 @@ def diagnose(
     chains = tracebacks.assemble(df, multi)
     events = label.build_events(df, chains, sources, by_id, ctx)
     root_ev, same, notes = choose.choose_root(events, ctx, label.traceback_starts(chains, sources, ctx))
+    if root_ev is None and (root_ev := label.cut_traceback(chains, sources, ctx)):
+        notes = {"confidence": "low", "no_root_evidence": "the traceback is cut off before its exception"}
     root = choose.make_root(root_ev, same, notes, by_id, ctx) if root_ev else None
     job = ctx.to_dict()
     job["checks"] = findings.config_checks(ctx)
@@ -57,8 +59,8 @@ def diagnose(
     diagnosis = Diagnosis(
         status="failed" if root else "no_failure_found",
         root_cause=root,
-        symptoms=choose.symptoms(events, root_ev, same, by_id),
-        ranks=choose.rank_summaries(df, events, ctx, sources),
+        symptoms=summaries.symptoms(events, root_ev, same, by_id),
+        ranks=summaries.rank_summaries(df, events, ctx, sources),
         sources=sources,
         job=job,
         warnings=warnings,

@@ -545,3 +545,35 @@ def test_deepspeeds_teardown_with_no_worker_error_is_a_silent_kill(write, tail, 
     log = write("ds.log", "[2023-05-23 10:50:00,000] [INFO] [launch.py:228:main] process 31621 spawned with command: python train.py\n" + tail)
     r = diagnose([log]).root_cause
     assert r.category == want and r.confidence == "low"
+
+
+def test_a_traceback_cut_before_its_exception_is_named_with_low_confidence(write):
+    log = write(
+        "cut.log",
+        "waiting for master\n"
+        "[rank2]: Traceback (most recent call last):\n"
+        '[rank2]:   File "/w/train.py", line 9, in <module>\n'
+        "[rank2]:     main()\n"
+        '[rank2]:   File "/w/train.py", line 5, in main\n'
+        "[rank2]:     load()\n",
+    )
+    d = diagnose([log])
+    r = d.root_cause
+    assert d.status == "failed" and (r.category, r.pattern, r.confidence) == ("unknown", "unknown.traceback_cut", "low")
+    assert (r.rank, r.evidence.line, r.frames[-1].line) == (2, 2, 5)
+
+
+def test_a_generic_spawn_exception_after_ncclss_refused_connection_is_its_consequence(write):
+    # the layout of https://github.com/pytorch/examples/issues/689
+    log = write(
+        "spawn.log",
+        "id-d3:715:790 [1] include/socket.h:382 NCCL WARN Connect to 172.18.0.1<49273> failed : Connection refused\n"
+        "Traceback (most recent call last):\n"
+        '  File "dis_train.py", line 120, in main\n'
+        "    mp.spawn(main_worker, nprocs=ngpus_per_node, args=(ngpus_per_node, args))\n"
+        "Exception:\n"
+        "\n"
+        "-- Process 1 terminated with the following error:\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.evidence.line) == ("nccl", 1)

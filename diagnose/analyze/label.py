@@ -149,6 +149,22 @@ def traceback_starts(chains: list[Chain], sources: list[Source], ctx: JobContext
     return out
 
 
+def cut_traceback(chains: list[Chain], sources: list[Source], ctx: JobContext) -> Event | None:
+    """The earliest traceback cut off before its exception, as a low-confidence root: the one sign of failure in a
+    log whose error line was not written or not pasted."""
+    cut = [c for c in chains if all(b.exception is None for b in c.blocks) and any(b.frames for b in c.blocks)]
+    if not cut:
+        return None
+    display = {s.index: s.display for s in sources}
+    c = min(cut, key=lambda c: (c.src, c.start))
+    rank, local, host = c.head
+    rank, local, host, basis = _rank_from(rank, local, host, "", ctx)
+    return Event(kind="traceback", category="unknown", pattern="unknown.traceback_cut", role="fallback",
+                 message="Traceback (most recent call last):", evidence=Evidence(display[c.src], c.start),
+                 rank=rank, local_rank=local, host=host, time=None, order=_order(None, c.src, c.start),
+                 blocks=c.blocks, details=basis)
+
+
 def _within(spans: list[tuple[int, int]] | None, line: int) -> bool:
     """Is `line` strictly inside one of the sorted, disjoint spans?"""
     if not spans:

@@ -6,12 +6,11 @@ kill, a time limit, a CUDA fault); with none of those, the earliest communicatio
 """
 from __future__ import annotations
 
-import polars as pl
 import regex
 
 from diagnose.analyze.context import JobContext
 from diagnose.analyze.label import GENERIC, _PEER_GONE, _TIMEOUTS, _WAITED
-from diagnose.model import Event, Evidence, Frame, RankSummary, RootCause, Symptom
+from diagnose.model import Event, Frame, RootCause
 from diagnose.patterns.library import Pattern
 
 
@@ -30,9 +29,11 @@ def choose_root(events: list[Event], ctx: JobContext, starts: list[tuple] = ()) 
     lines = [e for e in roots if e.kind == "line" and not e.is_comm]
     comm = [e for e in roots if e.is_comm]
     first_tb = min(tracebacks, key=lambda e: e.order, default=None)
-    if first_tb is not None and first_tb.pattern == GENERIC and any(e.order < first_tb.order for e in lines):
+    if first_tb is not None and first_tb.pattern == GENERIC and any(
+            e.order < first_tb.order for e in lines + [e for e in comm if e.pattern in _NCCL_DETAIL]):
         # a generic exception after a named failure is its consequence (a loss scale run down to 0 ends
-        # in a ZeroDivisionError; an allocator's error line before a generic re-raise)
+        # in a ZeroDivisionError; an allocator's error line before a generic re-raise; NCCL's refused
+        # connection before mp.spawn's `Exception: -- Process 1 terminated`)
         tracebacks = []
     for tier in (tracebacks, lines, comm):
         if not tier:
@@ -348,56 +349,3 @@ def _phase(frames: list[Frame]) -> str | None:
             if f.code and rx.search(f.code):
                 return name
     return None
-
-
-def symptoms(events: list[Event], root: Event | None, same: list[Event], patterns) -> list[Symptom]:
-    skip = {id(root), *(id(e) for e in same)}
-    groups: dict[str, list[Event]] = {}
-    for e in events:
-        if id(e) in skip or (root is not None and e.pattern == root.pattern):
-            continue  # the root failure echoed (e.g. in torchrun's summary) is not a symptom of itself
-        groups.setdefault(e.pattern, []).append(e)
-    out = []
-    for pid, evs in groups.items():
-        evs.sort(key=lambda e: e.order)
-        times = [e.time for e in evs if e.time]
-        out.append(
-            Symptom(
-                category=evs[0].category, pattern=pid, title=patterns[pid].title, message=evs[0].message,
-                ranks=sorted({e.rank for e in evs if e.rank is not None}), count=len(evs),
-                first_time=min(times) if times else None, evidence=evs[0].evidence,
-            )
-        )
-    first = {pid: min(e.order for e in evs) for pid, evs in groups.items()}
-    out.sort(key=lambda s: first[s.pattern])  # timeline order; file order where there is no time
-    return out
-
-
-def rank_summaries(df: pl.DataFrame, events: list[Event], ctx: JobContext, sources=()) -> list[RankSummary]:
-    display = {s.index: s.display for s in sources}
-    per = (
-        df.filter(pl.col("rank").is_not_null())
-        .sort("order_time", "src", "lineno", nulls_last=False)
-        .group_by("rank", maintain_order=True)
-        .agg(pl.col("host").drop_nulls().first(), pl.col("time").max().alias("last_time"),
-             pl.col("src").last(), pl.col("lineno").last(), pl.col("msg").last())
-        .sort("rank")
-    )
-    out = {r: RankSummary(rank=r, host=h or ctx.rank_host.get(r), last_time=t,
-                          last_line=Evidence(display[src], line) if src in display else None,
-                          last_message=msg.strip() if src in display else None)
-           for r, h, t, src, line, msg in per.iter_rows()}
-    for e in sorted(events, key=lambda e: e.order):
-        if e.rank is None or e.role == "context":
-            continue
-        rs = out.setdefault(e.rank, RankSummary(rank=e.rank, host=e.host or ctx.rank_host.get(e.rank)))
-        if rs.category is None:
-            rs.category = e.category
-            rs.first_error_time = e.time
-    for f in ctx.failures:  # torchrun's summary says when it saw each rank fail
-        if f.rank is not None and f.rank >= 0:
-            rs = out.setdefault(f.rank, RankSummary(rank=f.rank, host=f.host))
-            if rs.first_error_time is None:
-                rs.first_error_time = f.time
-            rs.host = rs.host or f.host
-    return [out[k] for k in sorted(out)]
