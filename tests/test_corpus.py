@@ -12,9 +12,9 @@ from .corpus_score import cases, score_case, summary
 OWN = ROOT / "tests" / "corpus"
 CATEGORIES = {"oom", "host_oom", "shape", "import", "nccl", "cuda", "config", "data", "nan", "slurm", "python", "unknown"}
 # floors: a little under what the landed code measures, so a change that loses real cases fails here
-# (own: 96.8% / 90.1% / 95.8% on 433 cases, each new batch bringing misses of its own at first sight)
+# (own: 96.8% / 95.8% / 95.5% on 741 cases, each new batch bringing misses of its own at first sight)
 FLOORS = {
-    "own": {"category": 0.955, "rank": 0.89, "message": 0.95},
+    "own": {"category": 0.96, "rank": 0.95, "message": 0.95},
     "shared": {"category": 0.97, "rank": 0.97, "message": 0.95},
 }
 
