@@ -577,3 +577,16 @@ def test_a_generic_spawn_exception_after_ncclss_refused_connection_is_its_conseq
     )
     r = diagnose([log]).root_cause
     assert (r.category, r.evidence.line) == ("nccl", 1)
+
+
+def test_an_exception_name_in_a_traceback_takes_its_message_from_the_next_line(write):
+    log = write(
+        "tb.log",
+        "Traceback (most recent call last):\n"
+        '  File "/w/train.py", line 3, in <module>\n'
+        "    check(batch)\n"
+        "ValueError:\n"
+        "the batch holds no samples\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.evidence.line, r.message) == (4, "ValueError: the batch holds no samples")

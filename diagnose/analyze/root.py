@@ -21,7 +21,8 @@ def _same_failure(a: Event, b: Event) -> bool:
     return a.pattern == b.pattern and _DIGITS.sub("#", a.message) == _DIGITS.sub("#", b.message)
 
 
-def choose_root(events: list[Event], ctx: JobContext, starts: list[tuple] = ()) -> tuple[Event | None, list[Event], dict]:
+def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Pattern],
+                starts: list[tuple] = ()) -> tuple[Event | None, list[Event], dict]:
     """The root event, the events that are the same failure on other ranks, and inference notes.
     `starts`: where the tracebacks begin and whose they are (label.traceback_starts)."""
     roots = [e for e in events if e.role == "root"]
@@ -141,15 +142,16 @@ def choose_root(events: list[Event], ctx: JobContext, starts: list[tuple] = ()) 
         said.sort(key=lambda e: (e.pattern not in _FAILURE_WORDS, e.order))
         root = said[0]
         codes = {c for e in said for c in _RETURN_CODE.findall(e.message)}
-        if _DS_TEARDOWN.search(root.lead + root.message) and codes <= {"-9"}:
+        silent = patterns[_SILENT_KILL]
+        if silent.search(root.lead + root.message) and codes <= {"-9"}:
             # DeepSpeed's workers print to its console: one that died without a word was SIGKILLed
-            root.pattern, root.category = "host_oom.launcher_killed_silently", "host_oom"
+            root.pattern, root.category = silent.id, silent.category
         return root, [], {"no_root_evidence": "the failing rank's own error is not in these logs", "confidence": "low"}
     return None, [], {}
 
 
-# DeepSpeed's launcher tearing the job down, and the return codes it reports
-_DS_TEARDOWN = regex.compile(r"launch\.py:\d+:sigkill_handler\] (?:Killing subprocess \d+|\[')")
+# DeepSpeed's launcher tearing the job down (the pattern's regex says how it looks), and the return codes it reports
+_SILENT_KILL = "host_oom.launcher_killed_silently"
 _RETURN_CODE = regex.compile(r"exits with return code = (-?\d+)")
 
 # C++ exceptions that name no kind of failure, and how far below one a named failure is the same crash's
