@@ -590,3 +590,70 @@ def test_an_exception_name_in_a_traceback_takes_its_message_from_the_next_line(w
     )
     r = diagnose([log]).root_cause
     assert (r.evidence.line, r.message) == (4, "ValueError: the batch holds no samples")
+
+
+# torchrun 2.13's agent when a worker's error file is empty as it reads it: its logger prints the traceback under
+# its glog header, then the agent itself dies with the same exception (from a real run, paths shortened)
+REPLY_FILE_RACE = """\
+Failed to parse reply file: /job/logs/1826668a_4g11ey8m/attempt_0/0/error.json
+Traceback (most recent call last):
+  File "/opt/py/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 123, in __post_init__
+    self.error_file_data = json.load(fp)
+                           ^^^^^^^^^^^^^
+  File "/opt/py/lib/python3.11/json/__init__.py", line 293, in load
+    return loads(fp.read(),
+           ^^^^^^^^^^^^^^
+  File "/opt/py/lib/python3.11/json/__init__.py", line 346, in loads
+    return _default_decoder.decode(s)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/opt/py/lib/python3.11/json/decoder.py", line 337, in decode
+    obj, end = self.raw_decode(s, idx=_w(s, 0).end())
+               ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/opt/py/lib/python3.11/json/decoder.py", line 355, in raw_decode
+    raise JSONDecodeError("Expecting value", s, err.value) from None
+json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
+Traceback (most recent call last):
+  File "/opt/py/lib/python3.11/site-packages/torch/distributed/run.py", line 1032, in <module>
+    main()
+  File "/opt/py/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/api.py", line 974, in _capture_process_failures
+    self._failures[local_rank] = ProcessFailure(
+                                 ^^^^^^^^^^^^^^^
+  File "<string>", line 7, in __init__
+  File "/opt/py/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 123, in __post_init__
+    self.error_file_data = json.load(fp)
+                           ^^^^^^^^^^^^^
+  File "/opt/py/lib/python3.11/json/decoder.py", line 355, in raw_decode
+    raise JSONDecodeError("Expecting value", s, err.value) from None
+json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
+"""
+
+
+def test_torchrun_failing_to_read_an_error_file_is_not_the_root(write, tmp_path):
+    """The agent's JSONDecodeError (a half-written error.json) is a symptom: the worker's own error is the root."""
+    base = "logs/torchrun/abc_1/attempt_0"
+    for lr in range(2):
+        write(f"{base}/{lr}/stdout.log", "step 1\n")
+        write(f"{base}/{lr}/error.json", "")
+    write(f"{base}/0/stderr.log", "")
+    write(
+        f"{base}/1/stderr.log",
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/w/pretrain.py", line 5, in <module>\n'
+        "[rank1]:     import transformer_engine\n"
+        "[rank1]: ModuleNotFoundError: No module named 'transformer_engine'\n",
+    )
+    glog = "E1206 20:40:18.189000 4845 site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py:132] "
+    head, tail = REPLY_FILE_RACE.split("Traceback (most recent call last):\n  File \"/opt/py/lib/python3.11/site-packages/torch/distributed/run.py", 1)
+    write("logs/console.log", "".join(glog + ln + "\n" for ln in head.splitlines())
+          + "Traceback (most recent call last):\n  File \"/opt/py/lib/python3.11/site-packages/torch/distributed/run.py" + tail)
+    d = diagnose([tmp_path / "logs"])
+    r = d.root_cause
+    assert (r.category, r.rank) == ("import", 1), (r.category, r.message)
+    assert {"launcher.reply_file_unread", "launcher.reply_file_parse_error"} <= {s.pattern for s in d.symptoms}
+
+
+def test_a_caret_line_is_not_a_frames_source_line(write):
+    """Where the source line is missing (a paste, a prefix the scan drops), the caret line under it is no code."""
+    d = diagnose([write("x.log", 'Traceback (most recent call last):\n  File "/w/train.py", line 5, in <module>\n'
+                                 "                 ^^^^^^^^^^^^^\nValueError: bad value\n")])
+    assert d.root_cause.frames[-1].code is None

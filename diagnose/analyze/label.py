@@ -254,8 +254,11 @@ def _by_frames(best: Pattern, exception: str, frames: list[Frame], patterns: dic
     # indexing under `data["height"]`) sit between the failing line and the exception
     own = next((f for f in reversed(frames[:-3]) if not _LIBRARY.search(f.file)), None)
     inner = [f"{f.file} {f.func} {f.code or ''}" for f in ([own] if own else []) + frames[-3:]]
+    every = [f"{f.file} {f.func} {f.code or ''}" for f in frames]
     for p in sorted((p for p in patterns.values() if p.frames), key=lambda p: -p.priority):
-        if p.search(exception) and any(regex.search(p.frames, x) for x in inner):
+        # a symptom's frames may be anywhere in the stack: the launcher's own code that raised it (torchrun
+        # failing to read a worker's error file) sits under the library frames it called
+        if p.search(exception) and any(regex.search(p.frames, x) for x in (every if p.role == "symptom" else inner)):
             return p
     return best
 

@@ -102,7 +102,8 @@ def _walk(stream, rows, multi_stream_srcs, chains):
                 _add_frame(block, text)
                 block.text.append(text)
             elif r[_INDENT] >= 4 and not r[_EXC]:
-                if block.frames and block.frames[-1].code is None:
+                # a caret line (`^^^^`) marks the code above it; it is no code itself
+                if block.frames and block.frames[-1].code is None and text.strip().strip("^~") != "":
                     block.frames[-1].code = text.strip()
                 block.text.append(text)
             elif r[_CHAIN]:
