@@ -657,3 +657,28 @@ def test_a_caret_line_is_not_a_frames_source_line(write):
     d = diagnose([write("x.log", 'Traceback (most recent call last):\n  File "/w/train.py", line 5, in <module>\n'
                                  "                 ^^^^^^^^^^^^^\nValueError: bad value\n")])
     assert d.root_cause.frames[-1].code is None
+
+
+def test_a_cut_tracebacks_raise_line_is_not_the_report(write):
+    """A log that starts inside a traceback: the exception line under `raise …` is the report, not the source line."""
+    d = diagnose([write("x.log", '    raise Exception("Could not find the transformer layer class to wrap in the model.")\n'
+                                 "Exception: Could not find the transformer layer class to wrap in the model.\n")])
+    assert d.root_cause.message.startswith("Exception: Could not find")
+    assert d.root_cause.evidence.line == 2
+
+
+@pytest.mark.parametrize("job, line", [("3736", 3), ("9999", 1)])
+def test_a_bare_slurm_cancel_takes_the_reason_its_own_job_gives_later(write, job, line):
+    d = diagnose([write("x.log",
+                        "slurmstepd: error: *** STEP 3736.0 ON n5146 CANCELLED AT 2021-03-15T17:50:23 ***\n"
+                        "WARNING:submitit:Bypassing signal 15\n"
+                        f"slurmstepd: error: *** JOB {job} ON n5146 CANCELLED AT 2021-03-15T18:00:46 DUE TO PREEMPTION ***\n")])
+    assert d.root_cause.evidence.line == line
+
+
+def test_rays_report_of_a_dead_worker_yields_to_the_workers_own_last_words(write):
+    d = diagnose([write("x.log",
+                        "2024-04-02 16:24:19,702\tWARNING worker.py:1986 -- A worker died or was killed while executing a task "
+                        "by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker.\n"
+                        "(imitationRunner pid=37880) cannot allocate memory for thread-local data: ABORT\n")])
+    assert (d.root_cause.category, d.root_cause.evidence.line) == ("host_oom", 2)

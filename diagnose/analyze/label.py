@@ -103,9 +103,13 @@ def build_events(
     lines = df.filter(pl.col("pid").is_not_null())
     # one Python list per column, zipped: thousands of ranks' timeouts are thousands of rows
     cols = ("src", "lineno", "pid", "msg", "time", "order_time", "rank", "local_rank", "host", "stream", "lead")
-    for src, lineno, pid, msg, t, order_t, rank, local, host, stream, lead in zip(*(lines.get_column(c).to_list() for c in cols)):
+    rows = list(zip(*(lines.get_column(c).to_list() for c in cols)))
+    matched = {(r[0], r[1]) for r in rows}
+    for src, lineno, pid, msg, t, order_t, rank, local, host, stream, lead in rows:
         if (src, lineno) in in_chain:
             continue
+        if msg.lstrip().startswith("raise ") and (src, lineno + 1) in matched:
+            continue  # a traceback's source line above its exception line (the frames above were cut off)
         # a traceback's own source line (`raise RendezvousConnectionError(`) is no report of its own
         if _within(spans.get((src, stream)), lineno):
             continue

@@ -79,8 +79,14 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
             # the plain banner after srun reported a task's non-zero exit: srun cancelled the step because
             # of that task (its error, where not in these logs, is unknown)
             exits = [e for e in events if e.pattern == "launcher.srun_task_exit" and e.order < root.order]
+            job = _SLURM_JOB.search(root.message)
+            # the same job's banner that gives the reason (the step cancelled, then the job "DUE TO PREEMPTION")
+            why = [e for e in tier if e.pattern in _SLURM_REASONS and job and (m := _SLURM_JOB.search(e.message))
+                   and m[1] == job[1]]
             if exits:
                 root = min(exits, key=lambda e: e.order)
+            elif why:
+                root = min(why, key=lambda e: e.order)
         if root.pattern == "cuda.device_assert":
             # the kernel's own assertion, printed before the traceback in the same file (or by the same
             # host), names the check that failed
@@ -149,6 +155,10 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         return root, [], {"no_root_evidence": "the failing rank's own error is not in these logs", "confidence": "low"}
     return None, [], {}
 
+
+# slurmstepd's banners: the job id they name, and those that say why
+_SLURM_JOB = regex.compile(r"\*\*\* (?:STEP|JOB) (\d+)")
+_SLURM_REASONS = ("slurm.time_limit", "slurm.preemption", "slurm.node_failure", "slurm.requeue")
 
 # DeepSpeed's launcher tearing the job down (the pattern's regex says how it looks), and the return codes it reports
 _SILENT_KILL = "host_oom.launcher_killed_silently"
@@ -247,7 +257,9 @@ _OUTCOMES = ("slurm.time_limit", "slurm.cancelled", "slurm.cancelled_by_signal",
              "unknown.native_crash")
 # reports that a process died of SIGKILL, which say nothing of who sent it
 _KILL_REPORTS = ("host_oom.torchrun_sigkill", "host_oom.childfailed_sigkill", "host_oom.shell_killed",
-                 "host_oom.killed_line", "host_oom.srun_task_killed", "host_oom.mpi_sigkill")
+                 "host_oom.killed_line", "host_oom.srun_task_killed", "host_oom.mpi_sigkill",
+                 # Ray's driver reports a worker's death before the worker's own last words reach the log
+                 "host_oom.ray_worker_system_error")
 _FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.srun_task_exit",
                   "launcher.abort", "launcher.mpi_abort", "launcher.elastic_failed", "launcher.launch_command_failed")
 
