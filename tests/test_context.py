@@ -212,7 +212,7 @@ ANCHORS = {
 
 @pytest.mark.parametrize("category", sorted(ANCHORS))
 def test_reference_anchors_are_recognised(category):
-    pats = sorted(load(), key=lambda p: -p.priority)
+    pats = sorted((p for p in load() if not p.frames), key=lambda p: -p.priority)  # frame patterns never label a line alone
     for line in ANCHORS[category]:
         hit = next((p for p in pats if p.search(line)), None)
         assert hit is not None and hit.category == category, (line, hit and hit.id)

@@ -682,3 +682,32 @@ def test_rays_report_of_a_dead_worker_yields_to_the_workers_own_last_words(write
                         "by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker.\n"
                         "(imitationRunner pid=37880) cannot allocate memory for thread-local data: ABORT\n")])
     assert (d.root_cause.category, d.root_cause.evidence.line) == ("host_oom", 2)
+
+
+@pytest.mark.parametrize("text, category, rank", [
+    # rank 0's monitored barrier names the faulty rank; another rank's line only points at rank 0
+    ("[E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but received errors while waiting for "
+     "send/recv from rank 0. Please check rank 0 logs for faulty rank.\n"
+     "[E ProcessGroupGloo.cpp:138] [Rank 0]: Rank 2 failed to pass monitoredBarrier in 30000 ms\n", "nccl", 2),
+    # a failed connection, and the one rank the launcher saw die
+    ("terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+     "  what():  [enforce fail at gloo/transport/tcp/pair.cc:498] optval == 0. 111 vs 0. SO_ERROR: Connection refused\n"
+     "mpirun noticed that process rank 1 with PID 29013 on node n2 exited on signal 6 (Aborted).\n", "nccl", 1),
+    # a communication error of the only process
+    ("WORLD_SIZE: 1,\n[E socket.cpp:472] [c10d] The server socket has failed to listen on any local network address.\n",
+     "nccl", 0),
+])
+def test_the_rank_of_a_communication_failure(write, text, category, rank):
+    d = diagnose([write("x.log", text)])
+    assert (d.root_cause.category, d.root_cause.rank) == (category, rank)
+
+
+def test_distributed_samplers_assertion_is_a_dataset_too_small(write):
+    d = diagnose([write("x.log",
+                        "Traceback (most recent call last):\n"
+                        '  File "/venv/lib/python3.6/site-packages/torch/utils/data/sampler.py", line 208, in __iter__\n'
+                        "    for idx in self.sampler:\n"
+                        '  File "/venv/lib/python3.6/site-packages/torch/utils/data/distributed.py", line 80, in __iter__\n'
+                        "    assert len(indices) == self.total_size\n"
+                        "AssertionError\n")])
+    assert d.root_cause.pattern == "data.too_few_samples_for_ranks"

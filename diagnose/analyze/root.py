@@ -129,6 +129,13 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
             if root.rank is None and root.kind == "line" and root.pattern not in _WAITED and "lagging_rank" not in notes:
                 # NCCL's WARN on the failed call, then that process's traceback
                 notes.update(_traceback_after(root, starts))
+            if root.rank is None and root.pattern not in _WAITED and "rank" not in notes and "lagging_rank" not in notes:
+                # a connection that failed (not a wait that timed out) and a launcher that reports one failed
+                # process: the process that raised it is the one that died (mpirun's `rank 1 … exited on signal 6`)
+                said = [e for e in events if (e.pattern in _FAILURE_WORDS or e.pattern in _NATIVE_CRASHES) and e.rank is not None]
+                if len({e.rank for e in said}) == 1:
+                    e = min(said, key=lambda e: e.order)
+                    notes.update(rank=e.rank, rank_from=str(e.evidence))
         else:
             notes = _corroborated_rank(root, events, starts)
         if crashed_in:
@@ -316,9 +323,10 @@ def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, P
         if len(first) == 1:
             rank = first.pop()
             details["rank_from"] = "torchrun failure summary (Root Cause)"
-        elif ctx.one_process or ctx.world_size == 1:
-            rank = 0
-            details["rank_from"] = "world size 1"
+    if rank is None and (ctx.one_process or ctx.world_size == 1):
+        # one process in all (a communication error included: there is no other rank to blame)
+        rank = 0
+        details["rank_from"] = "world size 1"
     if rank is not None and rank == root.rank and "rank_from" in root.details:
         details.setdefault("rank_from", root.details["rank_from"])
     cf = next((f for f in ctx.failures if f.root and f.rank is not None and f.rank == rank), None)

@@ -46,6 +46,7 @@ class PrefixKind:
     identity: bool = True
     samples: tuple = ()
     near_misses: tuple = ()
+    faulty: bool = False  # (text_rank) the text names another rank as the one that failed, not its writer
 
     @property
     def compiled(self):
@@ -91,6 +92,7 @@ def load(path: Path | None = None, table: str = "prefix") -> tuple[PrefixKind, .
         kinds.append(PrefixKind(
             id=entry["id"], regex=entry["regex"], identity=bool(entry.get("identity", True)),
             samples=tuple(entry.get("samples", ())), near_misses=tuple(entry.get("near_misses", ())),
+            faulty=bool(entry.get("faulty", False)),
         ))
     for k in kinds:
         k.compiled  # noqa: B018  (a broken regex fails at load, naming nothing else)
@@ -205,14 +207,20 @@ def _text_gate(kinds: tuple[PrefixKind, ...]):
     return got[1]
 
 
-def rank_in_text(message: str) -> dict:
-    """Facts a message states in its text (`mpirun noticed that process rank 7 … on node n3`), or {}."""
+def rank_in_text(message: str, faulty: bool = False) -> dict:
+    """Facts a message states in its text (`mpirun noticed that process rank 7 … on node n3`), or {};
+    faulty: only a rank the text names as the one that failed, another than the line's writer."""
     kinds = load(table="text_rank")
     if not _text_gate(kinds).search(message, timeout=0.5):
         return {}
     for kind in kinds:
+        if faulty and not kind.faulty:
+            continue
         if m := kind.compiled.search(message, timeout=0.5):
-            facts = {k: v for k, v in m.groupdict().items() if v is not None and k in FACTS}
+            facts = {}
+            for k, v in m.groupdict().items():  # (`rank__2`: a fact named in a second alternative)
+                if v is not None and k.partition("__")[0] in FACTS:
+                    facts.setdefault(k.partition("__")[0], v)
             for k in _INT_FACTS:
                 if k in facts:
                     facts[k] = int(facts[k]) if int(facts[k]) <= _MAX_INT else None

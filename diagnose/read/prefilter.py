@@ -28,6 +28,7 @@ from pathlib import Path
 import polars as pl
 
 from diagnose.read import grammar
+from diagnose.read.cache import cache_file, write_atomic
 
 WINDOW = 64 * 1024
 DENSE = 0.6  # when this share of a chunk is hot, the whole chunk is split (joining spans costs more)
@@ -59,8 +60,7 @@ class _Hyperscan:
 
     def _database(self, exprs: list[tuple[str, bool]], extra: int):
         hs = self.hs
-        key = hashlib.sha256(repr((hs.__version__, exprs, extra)).encode()).hexdigest()[:24]
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mdiag" / f"hs-{key}.db"
+        cache = cache_file("hs", hs.__version__, exprs, extra, suffix=".db")
         try:
             db = hs.loadb(cache.read_bytes(), hs.HS_MODE_BLOCK)
             db.scratch = hs.Scratch(db)
@@ -72,13 +72,7 @@ class _Hyperscan:
                  | hs.HS_FLAG_PREFILTER | extra for _, ml in exprs]
         db.compile(expressions=[rx.encode() for rx, _ in exprs], ids=list(range(len(exprs))),
                    elements=len(exprs), flags=flags)
-        try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(hs.dumpb(db))
-            os.replace(tmp, cache)
-        except OSError:
-            pass
+        write_atomic(cache, hs.dumpb(db))
         return db
 
     def hot(self, windows: list, unicode: bool) -> list[bool]:

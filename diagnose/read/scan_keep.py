@@ -8,10 +8,14 @@ timestamps, launcher summaries), and the two lines after each traceback-shaped l
 from __future__ import annotations
 
 import functools
+import json
+import sys
+from pathlib import Path
 
 import polars as pl
 
 from diagnose.read import grammar
+from diagnose.read.cache import cache_file, write_atomic
 from diagnose.read.prefilter import BlockFilter
 from diagnose.read.scan_literals import _alternation, _minimal, _required, gate_rank, loosen_anchors
 
@@ -46,32 +50,13 @@ class KeepPlan:
     GROUP = 4
 
     def __init__(self, pattern_regexes: list[str]):
-        from re import _parser as sre
-
         regexes = [*grammar.KEEP_LITERAL, *(loosen_anchors(r) for r in pattern_regexes)]
         # Progress lines (the bulk of the literal hits in a long run) are found by their own test,
         # so they stay away from the per-literal gate below.
         self.thin = "|".join(f"(?:{r})" for r in grammar.KEEP_THIN)
-        lits: set[str] = set()
-        self.unanchored: list[str] = []  # no usable literal: run on every line
-        required: list[set[str] | None] = []
-        for rx in [*regexes, *grammar.KEEP_THIN]:
-            try:
-                tree = sre.parse(rx)
-                # (the progress-line test gates on its own word, `iteration`: those lines are its business)
-                avoid = frozenset() if rx in grammar.KEEP_THIN else None
-                req = None if tree.state.flags & 2 else _required(list(tree), avoid)  # 2 = re.IGNORECASE
-            except Exception:  # noqa: BLE001  (a construct Python's parser lacks: be safe)
-                req = None
-            # a literal of 3 characters or more that is no word of every progress line: a gate; else
-            # the regex itself goes to the automaton (which matches it as cheaply as a literal)
-            if req and gate_rank(req, avoid) >= 3:
-                lits |= req
-            elif rx not in grammar.KEEP_THIN:
-                self.unanchored.append(rx)
-                req = None
-            required.append(req)
-        self.literals = sorted(lits)
+        found = _analysis(tuple(regexes), tuple(grammar.KEEP_THIN))
+        required = [set(r) if r is not None else None for r in found["required"]]
+        self.unanchored, self.literals = found["unanchored"], found["literals"]
         hit_lits = set().union(*(r for r in required[: len(regexes)] if r))
         # progress lines are first found by their literal (memmem, cheaper per row than a regex)
         thin_lits = set().union(*(r for r in required[len(regexes) :] if r))
@@ -79,10 +64,9 @@ class KeepPlan:
             self.thin_first = pl.col("line").str.contains(next(iter(thin_lits)), literal=True)
         else:
             self.thin_first = pl.col("line").str.contains(self.thin)
-        # a literal that holds another one adds no line to a `contains` (256 of 322 literals are left)
-        self.hit_literals = sorted(_minimal(hit_lits))
+        self.hit_literals = found["hit_minimal"]
         self.hit_anchors = _alternation(set(self.hit_literals))
-        self.anchors = _alternation(_minimal(lits))  # the thinning literal too: what grep is timed with
+        self.anchors = _alternation(set(found["all_minimal"]))  # the thinning literal too: what grep is timed with
         # Groups of regexes, each run only on the lines holding one of its members' literals (a gate
         # found by Aho-Corasick); a member without a literal leaves its group ungated.
         self.groups: list[str] = []
@@ -204,3 +188,51 @@ def thin_timestamps(kept: pl.DataFrame) -> pl.DataFrame:
         return kept
     t = pl.col("tsonly")
     return kept.filter(~t | ~t.shift(-1).over("src", "_pfx").fill_null(False) | ~t.shift(-1).fill_null(True))
+
+
+def _analysis(regexes: tuple[str, ...], thin: tuple[str, ...]) -> dict:
+    """The literals each regex needs (None: it has none to gate on), the regexes with none, and the minimal
+    literal sets: parsing ~600 regexes costs a tenth of a second per run, so the result is kept on disk,
+    keyed by the regexes and by this code (a change to either computes it afresh)."""
+    code = [Path(m.__file__).read_bytes() for m in (sys.modules[__name__], sys.modules[_required.__module__])]
+    path = cache_file("plan", regexes, thin, code, suffix=".json")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    found = _analyse(regexes, thin)
+    write_atomic(path, json.dumps(found).encode())
+    return found
+
+
+def _analyse(regexes: tuple[str, ...], thin: tuple[str, ...]) -> dict:
+    from re import _parser as sre
+
+    lits: set[str] = set()
+    unanchored: list[str] = []  # no usable literal: run on every line
+    required: list[set[str] | None] = []
+    for rx in [*regexes, *thin]:
+        try:
+            tree = sre.parse(rx)
+            # (the progress-line test gates on its own word, `iteration`: those lines are its business)
+            avoid = frozenset() if rx in thin else None
+            req = None if tree.state.flags & 2 else _required(list(tree), avoid)  # 2 = re.IGNORECASE
+        except Exception:  # noqa: BLE001  (a construct Python's parser lacks: be safe)
+            req = None
+        # a literal of 3 characters or more that is no word of every progress line: a gate; else
+        # the regex itself goes to the automaton (which matches it as cheaply as a literal)
+        if req and gate_rank(req, avoid) >= 3:
+            lits |= req
+        elif rx not in thin:
+            unanchored.append(rx)
+            req = None
+        required.append(req)
+    hit_lits = set().union(*(r for r in required[: len(regexes)] if r))
+    return {
+        "required": [sorted(r) if r is not None else None for r in required],
+        "unanchored": unanchored,
+        "literals": sorted(lits),
+        # a literal that holds another one adds no line to a `contains` (256 of 322 literals are left)
+        "hit_minimal": sorted(_minimal(hit_lits)),
+        "all_minimal": sorted(_minimal(lits)),
+    }
