@@ -711,3 +711,21 @@ def test_distributed_samplers_assertion_is_a_dataset_too_small(write):
                         "    assert len(indices) == self.total_size\n"
                         "AssertionError\n")])
     assert d.root_cause.pattern == "data.too_few_samples_for_ranks"
+
+
+@pytest.mark.parametrize("text, pattern, rank", [
+    # a load_state_dict error whose detail line says what kind of mismatch it is
+    ("RuntimeError: Error(s) in loading state_dict for Qwen2ForCausalLM:\n"
+     "\tsize mismatch for model.layers.26.self_attn.k_proj.weight: copying a param with shape torch.Size([0]) from "
+     "checkpoint, the shape in current model is torch.Size([512, 3584]).\n", "shape.size_mismatch", None),
+    # a bystander's report names no failed rank: Lightning's rank 1 saw a child die
+    ("(_train_tune pid=22946) [rank: 1] Child process with PID 23026 terminated with code 1. Forcefully terminating "
+     "all other processes to avoid zombies\n", "launcher.lightning_child_failed", None),
+    # a KeyError raised where a checkpoint is loaded
+    ('Traceback (most recent call last):\n  File "/venv/site-packages/deepspeed/runtime/engine.py", line 2671, in '
+     "_load_checkpoint\n    self.optimizer.load_state_dict(checkpoint['optimizer'])\nKeyError: 'optimizer'\n",
+     "data.checkpoint_key_missing", None),
+])
+def test_details_that_name_the_kind_and_ranks_that_are_not_the_failed_ones(write, text, pattern, rank):
+    d = diagnose([write("x.log", text)])
+    assert (d.root_cause.pattern, d.root_cause.rank) == (pattern, rank)

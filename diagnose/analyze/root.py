@@ -68,11 +68,13 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
                     root.rank, root.local_rank = said[0].rank, said[0].local_rank
         if root.kind == "line" and root.message.endswith(":"):
             # an exception's name alone (`torch.OutOfMemoryError:`), its message on the next line
+            # (or a message that ends in its details: `Error(s) in loading state_dict for M:`, then `size mismatch
+            # for …`: the more specific detail names the kind)
             nxt = [e for e in tier if e.evidence.file == root.evidence.file and e.evidence.line == root.evidence.line + 1
-                   and e.category == root.category]
+                   and (e.category == root.category or patterns[e.pattern].priority > patterns[root.pattern].priority)]
             if nxt:
                 root.message = f"{root.message} {nxt[0].message}"
-                root.pattern = nxt[0].pattern
+                root.pattern, root.category = nxt[0].pattern, nxt[0].category
         if root.pattern in _OUTCOMES and any(e.order < root.order for e in comm):
             continue  # a cancel or abort after a communication failure is its outcome, not its cause
         if root.pattern == "slurm.cancelled":
@@ -154,6 +156,10 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
     if said:
         said.sort(key=lambda e: (e.pattern not in _FAILURE_WORDS, e.order))
         root = said[0]
+        if root.pattern not in _FAILURE_WORDS:
+            # a bystander's report (a SIGTERM notice, Lightning's `Child process … terminated`): its rank is
+            # the reporter's, not the failed one's
+            root.rank = root.local_rank = None
         codes = {c for e in said for c in _RETURN_CODE.findall(e.message)}
         silent = patterns[_SILENT_KILL]
         if silent.search(root.lead + root.message) and codes <= {"-9"}:
