@@ -44,7 +44,7 @@ def diagnose(
     chains = tracebacks.assemble(df, multi)
     events = label.build_events(df, chains, sources, by_id, ctx)
     root_ev, same, notes = choose.choose_root(events, ctx, by_id, label.traceback_starts(chains, sources, ctx))
-    if root_ev is None and (root_ev := label.cut_traceback(chains, sources, ctx)):
+    if root_ev is None and (root_ev := label.cut_traceback(chains, sources, ctx, by_id)):
         notes = {"confidence": "low", "no_root_evidence": "the traceback is cut off before its exception"}
     root = choose.make_root(root_ev, same, notes, by_id, ctx) if root_ev else None
     job = ctx.to_dict()

@@ -729,3 +729,35 @@ def test_distributed_samplers_assertion_is_a_dataset_too_small(write):
 def test_details_that_name_the_kind_and_ranks_that_are_not_the_failed_ones(write, text, pattern, rank):
     d = diagnose([write("x.log", text)])
     assert (d.root_cause.pattern, d.root_cause.rank) == (pattern, rank)
+
+
+SUMMARY = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-09-07_13:03:29
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -9 (pid: 14689)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 14689
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-09-07_13:02:58
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 14690)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def test_a_straggler_killed_after_torchruns_root_cause_is_not_the_root(write):
+    """torchrun SIGKILLed rank 0 half a minute after rank 1 exited with an error: rank 1's failure is named."""
+    d = diagnose([write("x.log", SUMMARY)])
+    assert (d.root_cause.category, d.root_cause.rank) == ("unknown", 1)
+    assert d.root_cause.details.get("confidence") == "low" or d.root_cause.confidence == "low"

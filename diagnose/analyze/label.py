@@ -156,9 +156,13 @@ def traceback_starts(chains: list[Chain], sources: list[Source], ctx: JobContext
     return out
 
 
-def cut_traceback(chains: list[Chain], sources: list[Source], ctx: JobContext) -> Event | None:
+CUT = "unknown.traceback_cut"
+
+
+def cut_traceback(chains: list[Chain], sources: list[Source], ctx: JobContext,
+                  patterns: dict[str, Pattern]) -> Event | None:
     """The earliest traceback cut off before its exception, as a low-confidence root: the one sign of failure in a
-    log whose error line was not written or not pasted."""
+    log whose error line was not written or not pasted (its kind is the pattern CUT's)."""
     cut = [c for c in chains if all(b.exception is None for b in c.blocks) and any(b.frames for b in c.blocks)]
     if not cut:
         return None
@@ -166,8 +170,10 @@ def cut_traceback(chains: list[Chain], sources: list[Source], ctx: JobContext) -
     c = min(cut, key=lambda c: (c.src, c.start))
     rank, local, host = c.head
     rank, local, host, basis = _rank_from(rank, local, host, "", ctx)
-    return Event(kind="traceback", category="unknown", pattern="unknown.traceback_cut", role="fallback",
-                 message="Traceback (most recent call last):", evidence=Evidence(display[c.src], c.start),
+    p = patterns[CUT]
+    return Event(kind="traceback", category=p.category, pattern=p.id, role="fallback",
+                 message=(c.blocks[0].text[0].strip() if c.blocks[0].text else p.examples[0]),
+                 evidence=Evidence(display[c.src], c.start),
                  rank=rank, local_rank=local, host=host, time=None, order=_order(None, c.src, c.start),
                  blocks=c.blocks, details=basis)
 

@@ -46,6 +46,8 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, seen_later(e), e.order))
         root = _named_by_summary(tier[0], tier, ctx)
         crashed_in = None
+        if root.pattern in _KILL_REPORTS and _killed_after_root_cause(root, ctx):
+            continue  # torchrun killed a straggler after the worker its Root Cause names had failed
         if root.pattern in _KILL_REPORTS:
             # a SIGKILL report (`Killed`, exit code -9) and the kill's own record (an OOM-kill event): the
             # record names the cause
@@ -147,7 +149,8 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
     # line before a bare error word) is the likeliest root, said with low confidence.
     loose = [e for e in events if e.role == "fallback"]
     if loose:
-        loose.sort(key=lambda e: (e.pattern != GENERIC, e.order))
+        later = _in_other_entry(ctx)  # (torchrun's other failures come after its Root Cause)
+        loose.sort(key=lambda e: (e.pattern != GENERIC, later(e), e.order))
         root = _named_by_summary(loose[0], loose, ctx)
         notes = {"confidence": "low", "no_pattern": True, **_corroborated_rank(root, events, starts)}
         return root, [e for e in loose[1:] if _same_failure(root, e)], notes
@@ -188,7 +191,7 @@ _BACKTRACE = 40
 # NCCL's exceptions that name no cause, and the WARN lines that do
 _NCCL_GENERIC = regex.compile(r"unhandled system error|unhandled cuda error|internal error|invalid usage|NCCL Error \d+:|"
                               r"ncclSystemError|ncclInternalError|ncclInvalidUsage|ncclUnhandledCudaError")
-_NCCL_DETAIL = ("nccl.net_warn", "nccl.no_interface", "nccl.cuda_failure_in_setup")
+_NCCL_DETAIL = ("nccl.net_warn", "nccl.no_interface", "nccl.cuda_failure_in_setup", "nccl.topology_sysfs", "nccl.ucx_connect")
 
 
 def _inside(e: Event, tb: Event) -> bool:
@@ -223,6 +226,17 @@ def _in_other_entry(ctx: JobContext):
         src, line = (e.order[2], e.order[3]) if len(e.order) == 4 else (None, None)
         return any(s == src and a <= line <= b for s, a, b in spans)
     return test
+
+
+def _killed_after_root_cause(e: Event, ctx: JobContext) -> bool:
+    """Is e a SIGKILL in another entry of torchrun's summary than its Root Cause, where the Root Cause is a worker
+    that exited with an error (or, its code cut off, failed earlier than this kill)?"""
+    src, line = (e.order[2], e.order[3]) if len(e.order) == 4 else (None, None)
+    entry = next((f for f in ctx.failures if not f.root and f.src == src and f.line <= line <= f.end), None)
+    if entry is None:
+        return False
+    return any(f.root and ((f.exitcode or 0) > 0 or (f.exitcode is None and f.time and entry.time and f.time < entry.time))
+               for f in ctx.failures)
 
 
 def _corroborated_rank(root: Event, events: list[Event], starts: list[tuple] = ()) -> dict:
