@@ -30,12 +30,13 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
     lines = [e for e in roots if e.kind == "line" and not e.is_comm]
     comm = [e for e in roots if e.is_comm]
     first_tb = min(tracebacks, key=lambda e: e.order, default=None)
+    consequence = None
     if first_tb is not None and first_tb.pattern == GENERIC and any(
             e.order < first_tb.order for e in lines + [e for e in comm if e.pattern in _NCCL_DETAIL]):
         # a generic exception after a named failure is its consequence (a loss scale run down to 0 ends
         # in a ZeroDivisionError; an allocator's error line before a generic re-raise; NCCL's refused
         # connection before mp.spawn's `Exception: -- Process 1 terminated`)
-        tracebacks = []
+        tracebacks, consequence = [], first_tb
     for tier in (tracebacks, lines, comm):
         if not tier:
             continue
@@ -133,6 +134,9 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
             if root.rank is None and root.kind == "line" and root.pattern not in _WAITED and "lagging_rank" not in notes:
                 # NCCL's WARN on the failed call, then that process's traceback
                 notes.update(_traceback_after(root, starts))
+            if root.rank is None and consequence is not None and consequence.rank is not None and "rank" not in notes:
+                # the generic exception this failure explains was raised by a known rank (mp.spawn's `Process 1`)
+                notes.update(rank=consequence.rank, rank_from=str(consequence.evidence))
             if root.rank is None and root.pattern not in _WAITED and "rank" not in notes and "lagging_rank" not in notes:
                 # a connection that failed (not a wait that timed out) and a launcher that reports one failed
                 # process: the process that raised it is the one that died (mpirun's `rank 1 … exited on signal 6`)
@@ -157,7 +161,9 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
     # Only the launcher's word that something failed: an honest "unknown", pointing at where to look.
     said = [e for e in events if e.role == "symptom"]
     if said:
-        said.sort(key=lambda e: (e.pattern not in _FAILURE_WORDS, e.order))
+        later, named = _in_other_entry(ctx), _in_other_entry(ctx, root_entry=True)
+        # the launcher's Root Cause entry first, its other entries last
+        said.sort(key=lambda e: (e.pattern not in _FAILURE_WORDS, not named(e), later(e), e.order))
         root = said[0]
         if root.pattern not in _FAILURE_WORDS:
             # a bystander's report (a SIGTERM notice, Lightning's `Child process … terminated`): its rank is
@@ -218,9 +224,10 @@ def _prefix_alike(a: str, b: str) -> bool:
     return n >= 20 and a[:n] == b[:n]
 
 
-def _in_other_entry(ctx: JobContext):
-    """A test: does an event lie in an entry of torchrun's failure summary other than its `Root Cause`?"""
-    spans = [(f.src, f.line, f.end) for f in ctx.failures if not f.root]
+def _in_other_entry(ctx: JobContext, root_entry: bool = False):
+    """A test: does an event lie in an entry of torchrun's failure summary other than its `Root Cause` (or, with
+    root_entry, in the Root Cause entry)?"""
+    spans = [(f.src, f.line, f.end) for f in ctx.failures if f.root == root_entry]
 
     def test(e: Event) -> bool:
         src, line = (e.order[2], e.order[3]) if len(e.order) == 4 else (None, None)
