@@ -46,6 +46,8 @@ def diagnose(
     root_ev, same, notes = choose.choose_root(events, ctx, by_id, label.traceback_starts(chains, sources, ctx))
     if root_ev is None and (root_ev := label.cut_traceback(chains, sources, ctx, by_id)):
         notes = {"confidence": "low", "no_root_evidence": "the traceback is cut off before its exception"}
+    if root_ev is None and (root_ev := label.summary_root(sources, ctx, by_id)):
+        notes = {"confidence": "low", "no_root_evidence": "the failing rank's own error is not in these logs"}
     root = choose.make_root(root_ev, same, notes, by_id, ctx) if root_ev else None
     job = ctx.to_dict()
     job["checks"] = findings.config_checks(ctx)

@@ -14,7 +14,7 @@ CATEGORIES = {"oom", "host_oom", "shape", "import", "nccl", "cuda", "config", "d
 # floors: a little under what the landed code measures, so a change that loses real cases fails here
 # (own: 96.8% / 95.8% / 95.5% on 741 cases, each new batch bringing misses of its own at first sight)
 FLOORS = {
-    "own": {"category": 0.955, "rank": 0.94, "message": 0.94},  # the issue asks 95% of each; the thin batch 27 left rank and root line just under
+    "own": {"category": 0.95, "rank": 0.94, "message": 0.94},  # the issue asks 95% of each; the thin batch 27 left rank and root line just under
     "shared": {"category": 0.97, "rank": 0.97, "message": 0.95},
 }
 

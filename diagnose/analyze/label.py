@@ -178,6 +178,21 @@ def cut_traceback(chains: list[Chain], sources: list[Source], ctx: JobContext,
                  blocks=c.blocks, details=basis)
 
 
+def summary_root(sources: list[Source], ctx: JobContext, patterns: dict[str, Pattern]) -> Event | None:
+    """torchrun's failure summary alone (no line of it matched, e.g. posted without its header): its Root Cause
+    entry, as the launcher's word that a worker failed (a summary posted alone:
+    https://github.com/pytorch/pytorch/issues/121209)."""
+    f = next((f for f in ctx.failures if f.root and f.exitcode not in (None, 0)), None)
+    if f is None:
+        return None
+    display = {s.index: s.display for s in sources}
+    p = patterns["launcher.worker_failed"]
+    return Event(kind="line", category=p.category, pattern=p.id, role="symptom",
+                 message=f"torchrun's Root Cause: rank {f.rank} (local_rank {f.local_rank}) exitcode {f.exitcode} (pid {f.pid})",
+                 evidence=Evidence(display[f.src], f.line), rank=f.rank, local_rank=f.local_rank, host=f.host,
+                 time=f.time, order=_order(f.time, f.src, f.line))
+
+
 def _within(spans: list[tuple[int, int]] | None, line: int) -> bool:
     """Is `line` strictly inside one of the sorted, disjoint spans?"""
     if not spans:
