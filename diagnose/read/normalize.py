@@ -207,15 +207,31 @@ def _text_gate(kinds: tuple[PrefixKind, ...]):
     return got[1]
 
 
+_FAULTY: dict[int, tuple] = {}
+
+
+def _faulty_kinds(kinds: tuple[PrefixKind, ...]) -> tuple[PrefixKind, ...]:
+    got = _FAULTY.get(id(kinds))
+    if got is None or got[0] is not kinds:
+        got = _FAULTY[id(kinds)] = (kinds, tuple(k for k in kinds if k.faulty))
+    return got[1]
+
+
+def names_faulty_rank(message: str) -> bool:
+    """Does the message name another rank as the one that failed (the cheap test before rank_in_text)?"""
+    kinds = _faulty_kinds(load(table="text_rank"))
+    return bool(kinds) and _text_gate(kinds).search(message, timeout=0.5) is not None
+
+
 def rank_in_text(message: str, faulty: bool = False) -> dict:
     """Facts a message states in its text (`mpirun noticed that process rank 7 … on node n3`), or {};
     faulty: only a rank the text names as the one that failed, another than the line's writer."""
     kinds = load(table="text_rank")
-    if not _text_gate(kinds).search(message, timeout=0.5):
+    if faulty:  # asked of every line: a gate of those kinds alone, which almost never matches
+        kinds = _faulty_kinds(kinds)
+    if not kinds or not _text_gate(kinds).search(message, timeout=0.5):
         return {}
     for kind in kinds:
-        if faulty and not kind.faulty:
-            continue
         if m := kind.compiled.search(message, timeout=0.5):
             facts = {}
             for k, v in m.groupdict().items():  # (`rank__2`: a fact named in a second alternative)
