@@ -53,7 +53,7 @@ def _rank_of(row: dict, ctx: JobContext) -> tuple[int | None, int | None, str | 
 def _rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int | None, str | None, dict]:
     """The line's global rank, local rank and host, and (as details) how a global rank was had from a local one."""
     msg = msg or ""
-    if normalize.names_faulty_rank(msg) and (said := normalize.rank_in_text(msg, faulty=True)).get("rank") is not None:
+    if (said := normalize.rank_in_text(msg, faulty=True)).get("rank") is not None:
         # the writer reports another rank's failure (rank 0's monitored barrier: `Rank 2 failed to pass`)
         return said["rank"], None, said.get("host") or ctx.rank_host.get(said["rank"]), {}
     if rank is None and local is None and (m := _LOCAL.search(msg)) and "exitcode" in msg:

@@ -41,7 +41,7 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         if not tier:
             continue
         primary = any(e.pattern not in _PEER_GONE for e in tier)
-        seen_later = _in_other_entry(ctx)
+        seen_later = _in_summary_entry(ctx)
         # torchrun's other failures after its Root Cause entry (it saw that one first, whatever time a
         # wrapper stamped on the lines of its summary)
         tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, seen_later(e), e.order))
@@ -153,7 +153,7 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
     # line before a bare error word) is the likeliest root, said with low confidence.
     loose = [e for e in events if e.role == "fallback"]
     if loose:
-        later = _in_other_entry(ctx)  # (torchrun's other failures come after its Root Cause)
+        later = _in_summary_entry(ctx)  # (torchrun's other failures come after its Root Cause)
         loose.sort(key=lambda e: (e.pattern != GENERIC, later(e), e.order))
         root = _named_by_summary(loose[0], loose, ctx)
         notes = {"confidence": "low", "no_pattern": True, **_corroborated_rank(root, events, starts)}
@@ -161,7 +161,7 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
     # Only the launcher's word that something failed: an honest "unknown", pointing at where to look.
     said = [e for e in events if e.role == "symptom"]
     if said:
-        later, named = _in_other_entry(ctx), _in_other_entry(ctx, root_entry=True)
+        later, named = _in_summary_entry(ctx), _in_summary_entry(ctx, root_entry=True)
         # the launcher's Root Cause entry first, its other entries last
         said.sort(key=lambda e: (e.pattern not in _FAILURE_WORDS, not named(e), later(e), e.order))
         root = said[0]
@@ -224,9 +224,9 @@ def _prefix_alike(a: str, b: str) -> bool:
     return n >= 20 and a[:n] == b[:n]
 
 
-def _in_other_entry(ctx: JobContext, root_entry: bool = False):
-    """A test: does an event lie in an entry of torchrun's failure summary other than its `Root Cause` (or, with
-    root_entry, in the Root Cause entry)?"""
+def _in_summary_entry(ctx: JobContext, root_entry: bool = False):
+    """A test: does an event lie in an entry of torchrun's failure summary other than its `Root Cause` (with
+    root_entry: in the Root Cause entry)?"""
     spans = [(f.src, f.line, f.end) for f in ctx.failures if f.root == root_entry]
 
     def test(e: Event) -> bool:

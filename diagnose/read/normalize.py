@@ -217,12 +217,6 @@ def _faulty_kinds(kinds: tuple[PrefixKind, ...]) -> tuple[PrefixKind, ...]:
     return got[1]
 
 
-def names_faulty_rank(message: str) -> bool:
-    """Does the message name another rank as the one that failed (the cheap test before rank_in_text)?"""
-    kinds = _faulty_kinds(load(table="text_rank"))
-    return bool(kinds) and _text_gate(kinds).search(message, timeout=0.5) is not None
-
-
 def rank_in_text(message: str, faulty: bool = False) -> dict:
     """Facts a message states in its text (`mpirun noticed that process rank 7 … on node n3`), or {};
     faulty: only a rank the text names as the one that failed, another than the line's writer."""

@@ -20,10 +20,8 @@ regex over the windows as one column (slower, same answer).  `MDIAG_ENGINE=polar
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-from pathlib import Path
 
 import polars as pl
 
