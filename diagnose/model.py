@@ -54,6 +54,7 @@ class TracebackBlock:
     continuation: list[tuple[int, str]] = field(default_factory=list)  # further message lines
     text: list[str] = field(default_factory=list)  # the block as printed, prefixes stripped
     truncated: bool = False
+    introduced: bool = False  # printed under the previous block's message, which ends with a colon: its cause
 
 
 @dataclass

@@ -288,20 +288,35 @@ def test_a_local_rank_is_no_rank_where_the_logs_show_another_node(write, other):
     assert (r.rank, r.local_rank) == (0, 0)
 
 
+# mp.spawn's parent when worker 1 raised: its traceback, then the worker's under the process index
+_SPAWN_PARENT = ("Traceback (most recent call last):\n"
+                 '  File "/e/torch/multiprocessing/spawn.py", line 150, in join\n'
+                 "    raise ProcessRaisedException(msg, error_index, failed_process.pid)\n"
+                 "torch.multiprocessing.spawn.ProcessRaisedException: \n\n"
+                 "-- Process 1 terminated with the following error:\n"
+                 "Traceback (most recent call last):\n")
+
+
 def test_spawn_worker_inside_the_parents_traceback(write):
     # https://github.com/LSH9832/edgeyolo/issues/38: the parent's traceback ends in ProcessRaisedException, then
     # spawn prints the worker's own traceback under `-- Process 1 terminated with the following error:`
-    log = ("Traceback (most recent call last):\n"
-           '  File "/e/torch/multiprocessing/spawn.py", line 150, in join\n'
-           "    raise ProcessRaisedException(msg, error_index, failed_process.pid)\n"
-           "torch.multiprocessing.spawn.ProcessRaisedException: \n\n"
-           "-- Process 1 terminated with the following error:\n"
-           "Traceback (most recent call last):\n"
+    log = (_SPAWN_PARENT +
            '  File "/e/torch/cuda/__init__.py", line 261, in set_device\n'
            "    torch._C._cuda_setDevice(device)\n"
            "RuntimeError: CUDA error: invalid device ordinal\n")
     r = diagnose([write("p.log", log)]).root_cause
     assert (r.category, r.rank, r.local_rank, r.evidence.line) == ("config", 1, 1, 10)
+
+
+def test_a_spawn_workers_generic_exception_is_the_root_not_the_parents(write):
+    # https://github.com/thuml/Transfer-Learning-Library/issues/134: no pattern names either exception; the worker's,
+    # printed as the cause under the parent's, is the root, with the process index as its local rank
+    log = (_SPAWN_PARENT +
+           '  File "/w/lib/registry.py", line 51, in get\n'
+           "    f = self[name]\n"
+           "KeyError: 'night_split'\n")
+    r = diagnose([write("p.log", log)]).root_cause
+    assert (r.message, r.rank, r.local_rank, r.evidence.line) == ("KeyError: 'night_split'", 1, 1, 10)
 
 
 def test_the_same_local_rank_in_two_files_is_two_nodes(tmp_path):

@@ -224,14 +224,18 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
     if not rows:
         return None  # a traceback cut off before its exception: nothing to classify
     best_row, best = None, None
-    for r in rows:
+    # a traceback printed under a wrapper's message as its cause (mp.spawn's `ProcessRaisedException:` /
+    # `-- Process 1 terminated with the following error:`): the wrapper's own lines name nothing
+    cause = next((b.start for b in c.blocks if b.introduced and b.exception_line is not None), None)
+    named = [r for r in rows if r["lineno"] >= cause] if cause is not None else rows
+    for r in named:
         p = patterns.get(r["pid"]) if r["pid"] else None
-        if p and p.role != "root" and r is not rows[0]:
+        if p and p.role != "root" and r is not named[0]:
             continue  # a symptom glued to a later line of the message (a launcher's SIGTERM notice) names no cause
         if p and (best is None or p.priority > best.priority):
             best_row, best = r, p
     if best is None:
-        best, best_row = patterns[GENERIC], rows[0]
+        best, best_row = patterns[GENERIC], named[0]
     if best.id == GENERIC:  # a generic exception: where it was raised may name its kind
         best = _by_frames(best, best_row["msg"], [f for b in c.blocks for f in b.frames], patterns)
     first = rows[0]
@@ -243,10 +247,13 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
     if rank is None and local is None:
         # a later line of the exception's message that names its rank (DDP's `… did not receive grad for rank 1:`)
         said = next(((n, d) for b in c.blocks for n, t in b.continuation
-                     if (d := normalize.rank_in_text(t)).get("rank") is not None), None)
-        if said:
+                     if (d := normalize.rank_in_text(t)).get("rank") is not None or d.get("local_rank") is not None), None)
+        if said and said[1].get("rank") is not None:
             rank, host = said[1]["rank"], host or said[1].get("host")
             basis = {"rank_from": f"{display[c.src]}:{said[0]}"}
+        elif said:  # a local rank (mp.spawn's process index): global only where the node is established
+            local = said[1]["local_rank"]
+            rank, basis = ctx.global_rank(local, host), ctx.rank_basis(local, host)
     start_order = first["order_time"]
     message = _message(c, best_row)
     return Event(

@@ -91,7 +91,7 @@ def _walk(stream, rows, multi_stream_srcs, chains):
             if chain is None or not (linked or nested or introduced):
                 chain = Chain(stream=stream, src=r[_SRC], head=(r[_RANK], r[_LOCAL], r[_HOST]))
                 chains.append(chain)
-            block = TracebackBlock(start=r[_LINENO], truncated=not r[_HEADER])
+            block = TracebackBlock(start=r[_LINENO], truncated=not r[_HEADER], introduced=introduced and chain.blocks != [])
             chain.blocks.append(block)
             state, linked = "frames", False
             block.text.append(text)
