@@ -10,6 +10,7 @@ another once launcher prefixes and blanks are removed.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from diagnose import diagnose
+from diagnose.model import Diagnosis
 
 _PREFIX = re.compile(r"^(?:\s*(?:\[(?:rank|default|Rank )?\d+\]:|\d+:\s|\[\d+,\d+\]<std(?:out|err)>:)\s?)+")
 
@@ -41,9 +43,15 @@ def cases(*folders: Path) -> list[Path]:
     return sorted(p for f in folders if f.is_dir() for p in f.iterdir() if (p / "case.json").is_file())
 
 
+@functools.lru_cache(maxsize=None)
+def diagnosis(case: Path) -> Diagnosis:
+    """A case's diagnosis, made once per process (the accuracy and schema tests read the same reports)."""
+    return diagnose([case / "logs"])
+
+
 def score_case(case: Path) -> Result:
     label = json.loads((case / "case.json").read_text())
-    root = diagnose([case / "logs"]).root_cause
+    root = diagnosis(case).root_cause
     cat, rank, msg = (root.category, root.rank, root.message) if root else (None, None, "")
     a, b = _norm(label.get("root_message")), _norm(msg)
     return Result(

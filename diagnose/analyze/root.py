@@ -57,7 +57,9 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         if root.pattern == "nccl.error" and _NCCL_GENERIC.search(root.message):
             # NCCL's exception says only that a call failed ("run with NCCL_DEBUG=INFO for details"); its
             # WARN line names the call that failed and why
-            detail = [e for e in tier if e.pattern in _NCCL_DETAIL]
+            # (a WARN of no named kind, before the exception, where no named one is: `NCCL cannot be captured in a graph …`)
+            detail = ([e for e in tier if e.pattern in _NCCL_DETAIL]
+                      or [e for e in events if e.pattern == "fallback.nccl_warn" and e.order < root.order])
             if detail:
                 said = [e for e in tier if e.pattern == root.pattern and e.rank is not None]
                 exc, root = root, min(detail, key=lambda e: e.order)
@@ -295,7 +297,7 @@ _KILL_REPORTS = ("host_oom.torchrun_sigkill", "host_oom.childfailed_sigkill", "h
                  # Ray's driver reports a worker's death before the worker's own last words reach the log
                  "host_oom.ray_worker_system_error")
 _FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.srun_task_exit",
-                  "launcher.abort", "launcher.mpi_abort", "launcher.elastic_failed", "launcher.launch_command_failed")
+                  "launcher.abort", "launcher.mpi_abort", "launcher.mpi_first_failed", "launcher.elastic_failed", "launcher.launch_command_failed")
 
 
 def _lagging_rank(root: Event, comm: list[Event], ctx: JobContext) -> dict:
