@@ -316,6 +316,21 @@ def test_launcher_only_failure_is_an_honest_unknown(write):
     assert "no_root_evidence" in r.details and "record" in " ".join(r.remediation)
 
 
+def test_a_summary_alone_names_its_root_cause_entrys_exit_line(write):
+    # the layout of https://github.com/NVIDIA/Isaac-GR00T/issues/279: the agent's traceback and summary, no worker output
+    log = write(
+        "summary.log",
+        "    raise ChildFailedError(\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "============================================================\n"
+        "train.py FAILED\n"
+        "Root Cause (first observed failure):\n[0]:\n  time      : 2025-07-22_09:54:13\n  host      : gpu\n"
+        "  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 1061904)\n  error_file: <N/A>\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.rank, r.evidence.line, r.message) == ("unknown", 1, 10, "exitcode  : 1 (pid: 1061904)")
+
+
 def test_an_oom_kill_record_outranks_the_kill_report_before_it(write):
     log = write(
         "slurm-191.out",

@@ -97,6 +97,8 @@ class ChildFailure:
     time: datetime | None = None
     traceback: str | None = None
     end: int = 0  # last line of the entry (its traceback echo runs until the next entry)
+    exit_line: int | None = None  # the entry's `exitcode : N (pid: P)` line, and its text
+    exit_text: str | None = None
 
 
 @dataclass
@@ -287,6 +289,7 @@ def read_context(df: pl.DataFrame) -> JobContext:
                 cur.rank, cur.local_rank = int(r["rank"]), int(r["local"])
             elif k == "exitcode" and (e := _CF_EXIT.search(v)):
                 cur.exitcode, cur.pid = int(e["code"]), int(e["pid"])
+                cur.exit_line, cur.exit_text = lineno, msg.strip()
             elif k == "traceback":
                 cur.traceback = v
     for a, b in zip(ctx.failures, ctx.failures[1:] + [None]):

@@ -188,9 +188,19 @@ def summary_root(sources: list[Source], ctx: JobContext, patterns: dict[str, Pat
     display = {s.index: s.display for s in sources}
     p = patterns["launcher.worker_failed"]
     return Event(kind="line", category=p.category, pattern=p.id, role="symptom",
-                 message=f"torchrun's Root Cause: rank {f.rank} (local_rank {f.local_rank}) exitcode {f.exitcode} (pid {f.pid})",
-                 evidence=Evidence(display[f.src], f.line), rank=f.rank, local_rank=f.local_rank, host=f.host,
-                 time=f.time, order=_order(f.time, f.src, f.line))
+                 message=f.exit_text or f"torchrun's Root Cause: rank {f.rank} (local_rank {f.local_rank}) exitcode {f.exitcode} (pid {f.pid})",
+                 evidence=Evidence(display[f.src], f.exit_line or f.line), rank=f.rank, local_rank=f.local_rank,
+                 host=f.host, time=f.time, order=_order(f.time, f.src, f.line))
+
+
+def at_root_cause_entry(ev: Event, sources: list[Source], ctx: JobContext) -> None:
+    """torchrun's ChildFailedError header named as the root (no worker's own error in the logs): its Root Cause
+    entry's `exitcode : N (pid: P)` line is the evidence of which worker failed, and how."""
+    f = next((f for f in ctx.failures if f.root and f.exit_line is not None and f.exitcode not in (None, 0)), None)
+    if f is None or ev.pattern != "launcher.child_failed" or (ev.rank is not None and f.rank != ev.rank):
+        return
+    display = {s.index: s.display for s in sources}
+    ev.evidence, ev.message = Evidence(display[f.src], f.exit_line), f.exit_text
 
 
 def _within(spans: list[tuple[int, int]] | None, line: int) -> bool:
