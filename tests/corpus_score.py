@@ -10,13 +10,16 @@ another once launcher prefixes and blanks are removed.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
+import multiprocessing
+import os
 import re
 import sys
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 from diagnose import diagnose
 from diagnose.model import Diagnosis
@@ -43,10 +46,30 @@ def cases(*folders: Path) -> list[Path]:
     return sorted(p for f in folders if f.is_dir() for p in f.iterdir() if (p / "case.json").is_file())
 
 
-@functools.lru_cache(maxsize=None)
+_DONE: dict[Path, Diagnosis] = {}
+
+
 def diagnosis(case: Path) -> Diagnosis:
     """A case's diagnosis, made once per process (the accuracy and schema tests read the same reports)."""
+    if case not in _DONE:
+        _DONE[case] = _diagnose_case(case)
+    return _DONE[case]
+
+
+def _diagnose_case(case: Path) -> Diagnosis:
     return diagnose([case / "logs"])
+
+
+def diagnose_all(cases: list[Path]) -> None:
+    """Diagnose the cases not done yet on every core this process may use (processes started afresh: polars'
+    threads do not survive a fork; one polars thread each), for diagnosis() to return."""
+    todo = [c for c in cases if c not in _DONE]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if cores < 2 or len(todo) < 50:
+        return
+    with mock.patch.dict(os.environ, POLARS_MAX_THREADS="1"), \
+            ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("spawn")) as pool:
+        _DONE.update(zip(todo, pool.map(_diagnose_case, todo, chunksize=8)))
 
 
 def score_case(case: Path) -> Result:
@@ -88,6 +111,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     groups: dict[str, list[Result]] = defaultdict(list)
     every: list[Result] = []
+    diagnose_all(cases(*args.corpus))
     for folder in args.corpus:
         for case in cases(folder):
             r = score_case(case)

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from .conftest import CORPUS, ROOT
-from .corpus_score import cases, score_case, summary
+from .corpus_score import cases, diagnose_all, score_case, summary
 
 OWN = ROOT / "tests" / "corpus"
 CATEGORIES = {"oom", "host_oom", "shape", "import", "nccl", "cuda", "config", "data", "nan", "slurm", "python", "unknown"}
@@ -30,7 +30,9 @@ def test_case_is_well_formed(case):
 
 
 def _score(folder):
-    results = [score_case(c) for c in cases(folder)]
+    chosen = cases(folder)
+    diagnose_all(chosen)
+    results = [score_case(c) for c in chosen]
     s = summary(results)
     print(f"{folder}: {s}")
     return results, s

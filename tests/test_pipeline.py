@@ -329,6 +329,9 @@ def test_a_summary_alone_names_its_root_cause_entrys_exit_line(write):
     )
     r = diagnose([log]).root_cause
     assert (r.category, r.rank, r.evidence.line, r.message) == ("unknown", 1, 10, "exitcode  : 1 (pid: 1061904)")
+    # the worker killed (exit code -9, its `traceback : Signal 9` line cut off): SIGKILL's reading, host memory
+    r = diagnose([write("killed.log", log.read_text().replace(": 1 (pid", ": -9 (pid"))]).root_cause
+    assert (r.category, r.pattern, r.evidence.line) == ("host_oom", "host_oom.childfailed_sigkill", 10)
 
 
 def test_an_oom_kill_record_outranks_the_kill_report_before_it(write):

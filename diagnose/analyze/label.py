@@ -186,21 +186,29 @@ def summary_root(sources: list[Source], ctx: JobContext, patterns: dict[str, Pat
     if f is None:
         return None
     display = {s.index: s.display for s in sources}
-    p = patterns["launcher.worker_failed"]
+    p = patterns.get(_BY_SIGNAL.get(f.exitcode, ""), patterns["launcher.worker_failed"])
     return Event(kind="line", category=p.category, pattern=p.id, role="symptom",
                  message=f.exit_text or f"torchrun's Root Cause: rank {f.rank} (local_rank {f.local_rank}) exitcode {f.exitcode} (pid {f.pid})",
                  evidence=Evidence(display[f.src], f.exit_line or f.line), rank=f.rank, local_rank=f.local_rank,
                  host=f.host, time=f.time, order=_order(f.time, f.src, f.line))
 
 
-def at_root_cause_entry(ev: Event, sources: list[Source], ctx: JobContext) -> None:
+# a worker's death by a signal, as torchrun's summary gives it (exitcode -N), read as the signal's own report is
+_BY_SIGNAL = {-9: "host_oom.childfailed_sigkill", -7: "host_oom.bus_error", -11: "unknown.fatal_signal",
+              -6: "unknown.fatal_signal", -4: "unknown.fatal_signal", -8: "unknown.fatal_signal"}
+
+
+def at_root_cause_entry(ev: Event, sources: list[Source], ctx: JobContext, patterns: dict[str, Pattern]) -> None:
     """torchrun's ChildFailedError header named as the root (no worker's own error in the logs): its Root Cause
-    entry's `exitcode : N (pid: P)` line is the evidence of which worker failed, and how."""
+    entry's `exitcode : N (pid: P)` line is the evidence of which worker failed, and how (a signal's exit code
+    is read as that signal's report: -9, SIGKILL, is host memory)."""
     f = next((f for f in ctx.failures if f.root and f.exit_line is not None and f.exitcode not in (None, 0)), None)
     if f is None or ev.pattern != "launcher.child_failed" or (ev.rank is not None and f.rank != ev.rank):
         return
     display = {s.index: s.display for s in sources}
     ev.evidence, ev.message = Evidence(display[f.src], f.exit_line), f.exit_text
+    if (p := patterns.get(_BY_SIGNAL.get(f.exitcode, ""))) is not None:
+        ev.pattern, ev.category = p.id, p.category
 
 
 def _within(spans: list[tuple[int, int]] | None, line: int) -> bool:
