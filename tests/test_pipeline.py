@@ -334,6 +334,23 @@ def test_a_summary_alone_names_its_root_cause_entrys_exit_line(write):
     assert (r.category, r.pattern, r.evidence.line) == ("host_oom", "host_oom.childfailed_sigkill", 10)
 
 
+def test_a_ray_workers_last_words_under_its_death_report_are_the_cause(write):
+    # the layout of https://github.com/vllm-project/vllm/issues/1846: Ray's driver reports the death, then the
+    # worker's watchdog timeout reaches the log
+    log = write(
+        "ray.log",
+        "2023-11-30 10:19:23,769 WARNING worker.py:2074 -- A worker died or was killed while executing a task by an "
+        "unexpected system error. To troubleshoot the problem, check the logs for the dead worker.\n"
+        "(RayWorker pid=1080651) [E ProcessGroupNCCL.cpp:474] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800567 milliseconds before timing out.\n",
+    )
+    r = diagnose([log]).root_cause
+    assert (r.category, r.evidence.line) == ("nccl", 2)
+    # alone, the death report is the worker killed for memory
+    r = diagnose([write("alone.log", log.read_text().splitlines()[0] + "\n")]).root_cause
+    assert r.category == "host_oom"
+
+
 def test_an_oom_kill_record_outranks_the_kill_report_before_it(write):
     log = write(
         "slurm-191.out",

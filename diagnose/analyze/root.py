@@ -54,6 +54,12 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
             # record names the cause
             cause = [e for e in tier if e.category == root.category and e.pattern not in _KILL_REPORTS]
             root = cause[0] if cause else root
+        if root.pattern == "host_oom.ray_worker_system_error":
+            # Ray's driver reports the death first; the worker's own last words printed just under it (a
+            # watchdog's timeout, a crash) say why it died
+            own = [e for e in roots if e is not root and e.evidence.file == root.evidence.file
+                   and 0 < e.evidence.line - root.evidence.line <= _RAY_LAST_WORDS]
+            root = min(own, key=lambda e: e.evidence.line) if own else root
         if root.pattern == "nccl.error" and _NCCL_GENERIC.search(root.message):
             # NCCL's exception says only that a call failed ("run with NCCL_DEBUG=INFO for details"); its
             # WARN line names the call that failed and why
@@ -296,6 +302,7 @@ _KILL_REPORTS = ("host_oom.torchrun_sigkill", "host_oom.childfailed_sigkill", "h
                  "host_oom.killed_line", "host_oom.srun_task_killed", "host_oom.mpi_sigkill",
                  # Ray's driver reports a worker's death before the worker's own last words reach the log
                  "host_oom.ray_worker_system_error")
+_RAY_LAST_WORDS = 8  # lines under Ray's report of a dead worker that are still that worker's
 _FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.srun_task_exit",
                   "launcher.abort", "launcher.mpi_abort", "launcher.mpi_first_failed", "launcher.elastic_failed", "launcher.launch_command_failed")
 
