@@ -49,7 +49,7 @@ def diagnose(
     if root_ev is None and (root_ev := label.summary_root(sources, ctx, by_id)):
         notes = {"confidence": "low", "no_root_evidence": "the failing rank's own error is not in these logs"}
     if root_ev is not None:
-        label.at_root_cause_entry(root_ev, sources, ctx, by_id)
+        label.point_at_root_cause_entry(root_ev, sources, ctx, by_id)
     root = choose.make_root(root_ev, same, notes, by_id, ctx) if root_ev else None
     job = ctx.to_dict()
     job["checks"] = findings.config_checks(ctx)

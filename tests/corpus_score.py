@@ -65,6 +65,7 @@ def diagnose_all(cases: list[Path]) -> None:
     threads do not survive a fork; one polars thread each), for diagnosis() to return."""
     todo = [c for c in cases if c not in _DONE]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = min(cores, 8)  # each worker holds polars and the pattern library
     if cores < 2 or len(todo) < 50:
         return
     with mock.patch.dict(os.environ, POLARS_MAX_THREADS="1"), \

@@ -351,6 +351,17 @@ def test_a_ray_workers_last_words_under_its_death_report_are_the_cause(write):
     assert r.category == "host_oom"
 
 
+def test_an_unnamed_nccl_warn_is_the_detail_only_just_above_a_generic_nccl_error(write):
+    # the layout of https://github.com/vllm-project/vllm/issues/6201: the WARN says why the call failed
+    warn = "host:116024:116024 [0] misc/strongstream.cc:53 NCCL WARN NCCL cannot be captured in a graph\n"
+    exc = "RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)\n"
+    r = diagnose([write("near.log", warn + "host:116024:116024 [0] NCCL INFO enqueue.cc:1935 -> 5\n" + exc)]).root_cause
+    assert (r.pattern, r.evidence.line) == ("fallback.nccl_warn", 1)
+    # a WARN at start-up, far above the failure, is not its detail
+    r = diagnose([write("far.log", warn + "step ok\n" * 40 + exc)]).root_cause
+    assert (r.pattern, r.evidence.line) == ("nccl.error", 42)
+
+
 def test_an_oom_kill_record_outranks_the_kill_report_before_it(write):
     log = write(
         "slurm-191.out",

@@ -189,7 +189,7 @@ def summary_root(sources: list[Source], ctx: JobContext, patterns: dict[str, Pat
     p = patterns.get(_BY_SIGNAL.get(f.exitcode, ""), patterns["launcher.worker_failed"])
     return Event(kind="line", category=p.category, pattern=p.id, role="symptom",
                  message=f.exit_text or f"torchrun's Root Cause: rank {f.rank} (local_rank {f.local_rank}) exitcode {f.exitcode} (pid {f.pid})",
-                 evidence=Evidence(display[f.src], f.exit_line or f.line), rank=f.rank, local_rank=f.local_rank,
+                 evidence=Evidence(display[f.src], f.exit_line if f.exit_line is not None else f.line), rank=f.rank, local_rank=f.local_rank,
                  host=f.host, time=f.time, order=_order(f.time, f.src, f.line))
 
 
@@ -198,15 +198,19 @@ _BY_SIGNAL = {-9: "host_oom.childfailed_sigkill", -7: "host_oom.bus_error", -11:
               -6: "unknown.fatal_signal", -4: "unknown.fatal_signal", -8: "unknown.fatal_signal"}
 
 
-def at_root_cause_entry(ev: Event, sources: list[Source], ctx: JobContext, patterns: dict[str, Pattern]) -> None:
+def point_at_root_cause_entry(ev: Event, sources: list[Source], ctx: JobContext, patterns: dict[str, Pattern]) -> None:
     """torchrun's ChildFailedError header named as the root (no worker's own error in the logs): its Root Cause
-    entry's `exitcode : N (pid: P)` line is the evidence of which worker failed, and how (a signal's exit code
-    is read as that signal's report: -9, SIGKILL, is host memory)."""
-    f = next((f for f in ctx.failures if f.root and f.exit_line is not None and f.exitcode not in (None, 0)), None)
-    if f is None or ev.pattern != "launcher.child_failed" or (ev.rank is not None and f.rank != ev.rank):
+    entry's `exitcode : N (pid: P)` line (in the header's file first) becomes the evidence of which worker failed,
+    and how (a signal's exit code is read as that signal's report: -9, SIGKILL, is host memory)."""
+    if ev.pattern != "launcher.child_failed":
         return
     display = {s.index: s.display for s in sources}
-    ev.evidence, ev.message = Evidence(display[f.src], f.exit_line), f.exit_text
+    entries = sorted((f for f in ctx.failures if f.root and f.exit_line is not None and f.exitcode not in (None, 0)),
+                     key=lambda f: display[f.src] != ev.evidence.file)
+    f = entries[0] if entries else None
+    if f is None or (ev.rank is not None and f.rank != ev.rank):
+        return
+    ev.evidence, ev.message, ev.lead = Evidence(display[f.src], f.exit_line), f.exit_text, ""
     if (p := patterns.get(_BY_SIGNAL.get(f.exitcode, ""))) is not None:
         ev.pattern, ev.category = p.id, p.category
 
@@ -241,17 +245,16 @@ def _mark_echoes(events: list[Event], ctx: JobContext, index: dict[str, int]) ->
 def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
     if not rows:
         return None  # a traceback cut off before its exception: nothing to classify
-    best_row, best = None, None
     # a traceback printed under a wrapper's message as its cause (mp.spawn's `ProcessRaisedException:` /
-    # `-- Process 1 terminated with the following error:`): the wrapper's own lines name nothing
+    # `-- Process 1 terminated with the following error:`): its lines name the failure, unless only the
+    # wrapper's own lines name one
     cause = next((b.start for b in c.blocks if b.introduced and b.exception_line is not None), None)
     named = [r for r in rows if r["lineno"] >= cause] if cause is not None else rows
-    for r in named:
-        p = patterns.get(r["pid"]) if r["pid"] else None
-        if p and p.role != "root" and r is not named[0]:
-            continue  # a symptom glued to a later line of the message (a launcher's SIGTERM notice) names no cause
-        if p and (best is None or p.priority > best.priority):
-            best_row, best = r, p
+    best_row, best = _best_row(named, patterns)
+    if named is not rows and (best is None or best.id == GENERIC):
+        whole_row, whole = _best_row(rows, patterns)
+        if whole is not None and whole.id != GENERIC and whole.role == "root":
+            best_row, best = whole_row, whole
     if best is None:
         best, best_row = patterns[GENERIC], named[0]
     if best.id == GENERIC:  # a generic exception: where it was raised may name its kind
@@ -264,13 +267,14 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
         rank, local, host, basis = _rank_of(best_row, ctx)
     if rank is None and local is None:
         # a later line of the exception's message that names its rank (DDP's `… did not receive grad for rank 1:`)
-        said = next(((n, d) for b in c.blocks for n, t in b.continuation
-                     if (d := normalize.rank_in_text(t)).get("rank") is not None or d.get("local_rank") is not None), None)
-        if said and said[1].get("rank") is not None:
+        told = [(n, normalize.rank_in_text(t)) for b in c.blocks for n, t in b.continuation]
+        said = next(((n, d) for n, d in told if d.get("rank") is not None), None)
+        local_said = next((d["local_rank"] for _, d in told if d.get("local_rank") is not None), None)
+        if said:
             rank, host = said[1]["rank"], host or said[1].get("host")
             basis = {"rank_from": f"{display[c.src]}:{said[0]}"}
-        elif said:  # a local rank (mp.spawn's process index): global only where the node is established
-            local = said[1]["local_rank"]
+        elif local_said is not None:  # a local rank (mp.spawn's process index): global only where the node is established
+            local = local_said
             rank, basis = ctx.global_rank(local, host), ctx.rank_basis(local, host)
     start_order = first["order_time"]
     message = _message(c, best_row)
@@ -281,6 +285,18 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
         order=_order(start_order, c.src, c.start), blocks=c.blocks, details=basis,
         lead=(best_row.get("lead") or "") if message == best_row["msg"].strip() else "",
     )
+
+
+def _best_row(rows: list[dict], patterns: dict[str, Pattern]) -> tuple[dict | None, Pattern | None]:
+    """The row of an exception's lines whose pattern has the highest priority, and that pattern."""
+    best_row, best = None, None
+    for r in rows:
+        p = patterns.get(r["pid"]) if r["pid"] else None
+        if p and p.role != "root" and r is not rows[0]:
+            continue  # a symptom glued to a later line of the message (a launcher's SIGTERM notice) names no cause
+        if p and (best is None or p.priority > best.priority):
+            best_row, best = r, p
+    return best_row, best
 
 
 def _message(c: Chain, row: dict) -> str:

@@ -10,6 +10,7 @@ import regex
 
 from diagnose.analyze.context import JobContext
 from diagnose.analyze.label import GENERIC, _PEER_GONE, _TIMEOUTS, _WAITED
+from diagnose.analyze.summary_entries import in_summary_entry, killed_after_root_cause, named_by_summary
 from diagnose.model import Event, Frame, RootCause
 from diagnose.patterns.library import Pattern
 
@@ -41,13 +42,13 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         if not tier:
             continue
         primary = any(e.pattern not in _PEER_GONE for e in tier)
-        seen_later = _in_summary_entry(ctx)
+        seen_later = in_summary_entry(ctx)
         # torchrun's other failures after its Root Cause entry (it saw that one first, whatever time a
         # wrapper stamped on the lines of its summary)
         tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, seen_later(e), e.order))
-        root = _named_by_summary(tier[0], tier, ctx)
+        root = named_by_summary(tier[0], tier, ctx)
         crashed_in = None
-        if root.pattern in _KILL_REPORTS and _killed_after_root_cause(root, ctx):
+        if root.pattern in _KILL_REPORTS and killed_after_root_cause(root, ctx):
             continue  # torchrun killed a straggler after the worker its Root Cause names had failed
         if root.pattern in _KILL_REPORTS:
             # a SIGKILL report (`Killed`, exit code -9) and the kill's own record (an OOM-kill event): the
@@ -56,19 +57,24 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
             root = cause[0] if cause else root
         if root.pattern == "host_oom.ray_worker_system_error":
             # Ray's driver reports the death first; the worker's own last words printed just under it (a
-            # watchdog's timeout, a crash) say why it died
-            own = [e for e in roots if e is not root and e.evidence.file == root.evidence.file
-                   and 0 < e.evidence.line - root.evidence.line <= _RAY_LAST_WORDS]
-            root = min(own, key=lambda e: e.evidence.line) if own else root
+            # watchdog's timeout, a crash) say why it died; a peer's reaction or another kill report does not
+            own = [e for e in roots if e.evidence.file == root.evidence.file
+                   and 0 < e.evidence.line - root.evidence.line <= _RAY_LAST_WORDS
+                   and e.pattern not in _PEER_GONE and e.pattern not in _KILL_REPORTS]
+            if own:
+                root = min(own, key=lambda e: e.evidence.line)
+                tier = next(t for t in (tracebacks, lines, comm) if root in t)  # the later steps read its own tier
         if root.pattern == "nccl.error" and _NCCL_GENERIC.search(root.message):
             # NCCL's exception says only that a call failed ("run with NCCL_DEBUG=INFO for details"); its
             # WARN line names the call that failed and why
-            # (a WARN of no named kind, before the exception, where no named one is: `NCCL cannot be captured in a graph …`)
-            detail = ([e for e in tier if e.pattern in _NCCL_DETAIL]
-                      or [e for e in events if e.pattern == "fallback.nccl_warn" and e.order < root.order])
-            if detail:
+            # (a WARN of no named kind just before the exception in its file, where no named one is: `NCCL cannot
+            # be captured in a graph …`; only near it, as a WARN at start-up may be routine)
+            named = [e for e in tier if e.pattern in _NCCL_DETAIL]
+            near = [e for e in events if e.pattern == "fallback.nccl_warn" and e.evidence.file == root.evidence.file
+                    and 0 < root.evidence.line - e.evidence.line <= _NEAR_WARN]
+            if named or near:
                 said = [e for e in tier if e.pattern == root.pattern and e.rank is not None]
-                exc, root = root, min(detail, key=lambda e: e.order)
+                exc, root = root, (min(named, key=lambda e: e.order) if named else min(near, key=lambda e: e.evidence.line))
                 if (exc.kind == "line" and exc.evidence.file == root.evidence.file
                         and 0 < root.evidence.line - exc.evidence.line <= 3):
                     # the exception's own `Last error:` detail, printed under it: one message, as in a traceback
@@ -161,15 +167,15 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
     # line before a bare error word) is the likeliest root, said with low confidence.
     loose = [e for e in events if e.role == "fallback"]
     if loose:
-        later = _in_summary_entry(ctx)  # (torchrun's other failures come after its Root Cause)
+        later = in_summary_entry(ctx)  # (torchrun's other failures come after its Root Cause)
         loose.sort(key=lambda e: (e.pattern != GENERIC, later(e), e.order))
-        root = _named_by_summary(loose[0], loose, ctx)
+        root = named_by_summary(loose[0], loose, ctx)
         notes = {"confidence": "low", "no_pattern": True, **_corroborated_rank(root, events, starts)}
         return root, [e for e in loose[1:] if _same_failure(root, e)], notes
     # Only the launcher's word that something failed: an honest "unknown", pointing at where to look.
     said = [e for e in events if e.role == "symptom"]
     if said:
-        later, named = _in_summary_entry(ctx), _in_summary_entry(ctx, root_entry=True)
+        later, named = in_summary_entry(ctx), in_summary_entry(ctx, root_entry=True)
         # the launcher's Root Cause entry first, its other entries last
         said.sort(key=lambda e: (e.pattern not in _FAILURE_WORDS, not named(e), later(e), e.order))
         root = said[0]
@@ -212,46 +218,6 @@ def _inside(e: Event, tb: Event) -> bool:
     """Is e a line of tb's own traceback (a frame's source line such as `raise ValueError(`)?"""
     return e.evidence.file == tb.evidence.file and any(
         b.start <= e.evidence.line <= (b.exception_line or b.start) for b in tb.blocks)
-
-
-def _named_by_summary(root: Event, candidates: list[Event], ctx: JobContext) -> Event:
-    """Several ranks print the same failure (whose output reached the file first is chance): the one on the
-    rank torchrun's Root Cause entry names, which it saw fail first."""
-    named = {f.rank for f in ctx.failures if f.root and f.rank is not None}
-    if len(named) != 1 or root.rank is None or root.rank in named:
-        return root
-    a = _DIGITS.sub("#", root.message)
-    same = [e for e in candidates if e.rank in named and e.pattern == root.pattern
-            and _prefix_alike(a, _DIGITS.sub("#", e.message))]
-    return min(same, key=lambda e: e.order) if same else root
-
-
-def _prefix_alike(a: str, b: str) -> bool:
-    """One text begins the other (lines a paste or a terminal cut at different lengths), over 20+ characters."""
-    n = min(len(a), len(b))
-    return n >= 20 and a[:n] == b[:n]
-
-
-def _in_summary_entry(ctx: JobContext, root_entry: bool = False):
-    """A test: does an event lie in an entry of torchrun's failure summary other than its `Root Cause` (with
-    root_entry: in the Root Cause entry)?"""
-    spans = [(f.src, f.line, f.end) for f in ctx.failures if f.root == root_entry]
-
-    def test(e: Event) -> bool:
-        src, line = (e.order[2], e.order[3]) if len(e.order) == 4 else (None, None)
-        return any(s == src and a <= line <= b for s, a, b in spans)
-    return test
-
-
-def _killed_after_root_cause(e: Event, ctx: JobContext) -> bool:
-    """Is e a SIGKILL in another entry of torchrun's summary than its Root Cause, where the Root Cause is a worker
-    that exited with an error (or, its code cut off, failed earlier than this kill)?"""
-    src, line = (e.order[2], e.order[3]) if len(e.order) == 4 else (None, None)
-    entry = next((f for f in ctx.failures if not f.root and f.src == src and f.line <= line <= f.end), None)
-    if entry is None:
-        return False
-    return any(f.root and ((f.exitcode or 0) > 0 or (f.exitcode is None and f.time and entry.time and f.time < entry.time))
-               for f in ctx.failures)
 
 
 def _corroborated_rank(root: Event, events: list[Event], starts: list[tuple] = ()) -> dict:
@@ -303,6 +269,7 @@ _KILL_REPORTS = ("host_oom.torchrun_sigkill", "host_oom.childfailed_sigkill", "h
                  # Ray's driver reports a worker's death before the worker's own last words reach the log
                  "host_oom.ray_worker_system_error")
 _RAY_LAST_WORDS = 8  # lines under Ray's report of a dead worker that are still that worker's
+_NEAR_WARN = 30  # lines above an NCCL exception where a WARN of no named kind is its detail
 _FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.srun_task_exit",
                   "launcher.abort", "launcher.mpi_abort", "launcher.mpi_first_failed", "launcher.elastic_failed", "launcher.launch_command_failed")
 

@@ -84,14 +84,15 @@ def _walk(stream, rows, multi_stream_srcs, chains):
         text = r[_MSG]
         if r[_HEADER] or (r[_FRAME_] and state in ("none", "exc")):
             nested = r[_HEADER] and text.lstrip().startswith(("|", "+"))  # inside an exception group
-            # an exception message that ends with a colon introduces the traceback printed right after it (Ray's
-            # "failed to import on the worker ...:" and the ModuleNotFoundError that says why)
+            # an exception message that ends with a colon introduces the traceback printed right after it, its cause
+            # (Ray's "failed to import on the worker ...:" and the ModuleNotFoundError that says why; mp.spawn's
+            # `ProcessRaisedException:` / `-- Process 1 terminated with the following error:` and the worker's own)
             introduced = (r[_HEADER] and state == "exc" and block is not None and (block.exception or "").endswith(":")
                           and prev_line is not None and r[_LINENO] - prev_line <= 2)
             if chain is None or not (linked or nested or introduced):
                 chain = Chain(stream=stream, src=r[_SRC], head=(r[_RANK], r[_LOCAL], r[_HOST]))
                 chains.append(chain)
-            block = TracebackBlock(start=r[_LINENO], truncated=not r[_HEADER], introduced=introduced and chain.blocks != [])
+            block = TracebackBlock(start=r[_LINENO], truncated=not r[_HEADER], introduced=introduced)
             chain.blocks.append(block)
             state, linked = "frames", False
             block.text.append(text)
