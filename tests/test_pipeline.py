@@ -349,6 +349,12 @@ def test_a_ray_workers_last_words_under_its_death_report_are_the_cause(write):
     # alone, the death report is the worker killed for memory
     r = diagnose([write("alone.log", log.read_text().splitlines()[0] + "\n")]).root_cause
     assert r.category == "host_oom"
+    # a generic traceback under it is the death's consequence, already set aside: the report stays the root
+    r = diagnose([write("generic.log", log.read_text().splitlines()[0] + "\n"
+                        "(RayWorker pid=10) Traceback (most recent call last):\n"
+                        '(RayWorker pid=10)   File "/w/train.py", line 3, in <module>\n'
+                        "(RayWorker pid=10) ValueError: the batch is empty\n")]).root_cause
+    assert (r.pattern, r.evidence.line) == ("host_oom.ray_worker_system_error", 1)
 
 
 def test_an_unnamed_nccl_warn_is_the_detail_only_just_above_a_generic_nccl_error(write):

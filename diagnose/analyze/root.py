@@ -58,12 +58,11 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         if root.pattern == "host_oom.ray_worker_system_error":
             # Ray's driver reports the death first; the worker's own last words printed just under it (a
             # watchdog's timeout, a crash) say why it died; a peer's reaction or another kill report does not
-            own = [e for e in roots if e.evidence.file == root.evidence.file
+            own = [(e, t) for t in (tracebacks, lines, comm) for e in t if e.evidence.file == root.evidence.file
                    and 0 < e.evidence.line - root.evidence.line <= _RAY_LAST_WORDS
                    and e.pattern not in _PEER_GONE and e.pattern not in _KILL_REPORTS]
-            if own:
-                root = min(own, key=lambda e: e.evidence.line)
-                tier = next(t for t in (tracebacks, lines, comm) if root in t)  # the later steps read its own tier
+            if own:  # (the later steps read the new root's own tier)
+                root, tier = min(own, key=lambda et: et[0].evidence.line)
         if root.pattern == "nccl.error" and _NCCL_GENERIC.search(root.message):
             # NCCL's exception says only that a call failed ("run with NCCL_DEBUG=INFO for details"); its
             # WARN line names the call that failed and why
