@@ -60,17 +60,23 @@ def _diagnose_case(case: Path) -> Diagnosis:
     return diagnose([case / "logs"])
 
 
-def diagnose_all(cases: list[Path]) -> None:
-    """Diagnose the cases not done yet on every core this process may use (processes started afresh: polars'
-    threads do not survive a fork; one polars thread each), for diagnosis() to return."""
-    todo = [c for c in cases if c not in _DONE]
+def pool_map(fn, items: list, chunksize: int = 8) -> list | None:
+    """fn over items on every core this process may use (up to 8: each worker holds polars and the pattern
+    library), in processes started afresh (polars' threads do not survive a fork) with one polars thread each;
+    None with fewer than 2 cores."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    cores = min(cores, 8)  # each worker holds polars and the pattern library
-    if cores < 2 or len(todo) < 50:
-        return
+    if min(cores, 8) < 2:
+        return None
     with mock.patch.dict(os.environ, POLARS_MAX_THREADS="1"), \
-            ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("spawn")) as pool:
-        _DONE.update(zip(todo, pool.map(_diagnose_case, todo, chunksize=8)))
+            ProcessPoolExecutor(min(cores, 8), mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(fn, items, chunksize=chunksize))
+
+
+def diagnose_all(cases: list[Path]) -> None:
+    """Diagnose the cases not done yet in worker processes (pool_map), for diagnosis() to return."""
+    todo = [c for c in cases if c not in _DONE]
+    if len(todo) >= 50 and (done := pool_map(_diagnose_case, todo)) is not None:
+        _DONE.update(zip(todo, done))
 
 
 def score_case(case: Path) -> Result:

@@ -5,16 +5,12 @@ mdiag diagnoses right as they are; category, rank and root-cause line must stay 
 from __future__ import annotations
 
 import functools
-import multiprocessing
-import os
 import shutil
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from unittest import mock
 
 import pytest
 
-from .corpus_score import diagnose_all, score_case
+from .corpus_score import diagnose_all, pool_map, score_case
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
@@ -86,20 +82,15 @@ def _wrapped(case: Path, wrap, dest: Path) -> Path:
     return out
 
 
-def _score_wrapped(job: tuple[Path, str | None, Path]):
+def _score_wrapped(job: tuple[Path, str, Path]):
     case, name, dest = job
-    return score_case(case if name is None else _wrapped(case, WRAPPERS[name], dest))
+    return score_case(_wrapped(case, WRAPPERS[name], dest))
 
 
 def _scores(jobs: list, all_cases: bool) -> list:
-    if not all_cases:
-        return [_score_wrapped(j) for j in jobs]
-    # every case, on every core this process may use: processes started afresh (polars' threads do not
-    # survive a fork), one polars thread each
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    with mock.patch.dict(os.environ, POLARS_MAX_THREADS="1"), \
-            ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(_score_wrapped, jobs, chunksize=4))
+    # every case: in worker processes on every core
+    done = pool_map(_score_wrapped, jobs, chunksize=4) if all_cases else None
+    return done if done is not None else [_score_wrapped(j) for j in jobs]
 
 
 @functools.lru_cache(maxsize=None)

@@ -10,7 +10,7 @@ import polars as pl
 import regex
 
 from diagnose.read import grammar, normalize
-from diagnose.analyze.context import JobContext
+from diagnose.analyze.context import ChildFailure, JobContext
 from diagnose.model import Event, Evidence, Frame, Source, TracebackBlock
 from diagnose.patterns.library import Pattern
 from diagnose.analyze.tracebacks import Chain
@@ -182,15 +182,21 @@ def summary_root(sources: list[Source], ctx: JobContext, patterns: dict[str, Pat
     """torchrun's failure summary alone (no line of it matched, e.g. posted without its header): its Root Cause
     entry, as the launcher's word that a worker failed (a summary posted alone:
     https://github.com/pytorch/pytorch/issues/121209)."""
-    f = next((f for f in ctx.failures if f.root and f.exitcode not in (None, 0)), None)
+    display = {s.index: s.display for s in sources}
+    f = _failed_root_entry(ctx, display)
     if f is None:
         return None
-    display = {s.index: s.display for s in sources}
     p = patterns.get(_BY_SIGNAL.get(f.exitcode, ""), patterns["launcher.worker_failed"])
-    return Event(kind="line", category=p.category, pattern=p.id, role="symptom",
-                 message=f.exit_text or f"torchrun's Root Cause: rank {f.rank} (local_rank {f.local_rank}) exitcode {f.exitcode} (pid {f.pid})",
-                 evidence=Evidence(display[f.src], f.exit_line if f.exit_line is not None else f.line), rank=f.rank, local_rank=f.local_rank,
+    return Event(kind="line", category=p.category, pattern=p.id, role="symptom", message=f.exit_text,
+                 evidence=Evidence(display[f.src], f.exit_line), rank=f.rank, local_rank=f.local_rank,
                  host=f.host, time=f.time, order=_order(f.time, f.src, f.line))
+
+
+def _failed_root_entry(ctx: JobContext, display: dict[int, str], file: str | None = None) -> ChildFailure | None:
+    """torchrun's Root Cause entry of a worker that exited non-zero (with its `exitcode : N (pid: P)` line), one
+    in `file` first."""
+    entries = [f for f in ctx.failures if f.root and f.exitcode not in (None, 0)]
+    return min(entries, key=lambda f: display[f.src] != file, default=None)
 
 
 # a worker's death by a signal, as torchrun's summary gives it (exitcode -N), read as the signal's own report is
@@ -205,9 +211,7 @@ def point_at_root_cause_entry(ev: Event, sources: list[Source], ctx: JobContext,
     if ev.pattern != "launcher.child_failed":
         return
     display = {s.index: s.display for s in sources}
-    entries = sorted((f for f in ctx.failures if f.root and f.exit_line is not None and f.exitcode not in (None, 0)),
-                     key=lambda f: display[f.src] != ev.evidence.file)
-    f = entries[0] if entries else None
+    f = _failed_root_entry(ctx, display, ev.evidence.file)
     if f is None or (ev.rank is not None and f.rank != ev.rank):
         return
     ev.evidence, ev.message, ev.lead = Evidence(display[f.src], f.exit_line), f.exit_text, ""
