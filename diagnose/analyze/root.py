@@ -70,7 +70,7 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
             # be captured in a graph …`; only near it, as a WARN at start-up may be routine)
             named = [e for e in tier if e.pattern in _NCCL_DETAIL]
             near = [e for e in events if e.pattern == "fallback.nccl_warn" and e.evidence.file == root.evidence.file
-                    and 0 < root.evidence.line - e.evidence.line <= _NEAR_WARN]
+                    and 0 < root.evidence.line - e.evidence.line <= _NEAR_WARN and not _ROUTINE_WARN.search(e.message)]
             if named or near:
                 said = [e for e in tier if e.pattern == root.pattern and e.rank is not None]
                 exc, root = root, (min(named, key=lambda e: e.order) if named else min(near, key=lambda e: e.evidence.line))
@@ -269,6 +269,7 @@ _KILL_REPORTS = ("host_oom.torchrun_sigkill", "host_oom.childfailed_sigkill", "h
                  "host_oom.ray_worker_system_error")
 _RAY_LAST_WORDS = 8  # lines under Ray's report of a dead worker that are still that worker's
 _NEAR_WARN = 30  # lines above an NCCL exception where a WARN of no named kind is its detail
+_ROUTINE_WARN = regex.compile(r"\b[Ff]alling back\b")  # a WARN that says NCCL carried on (a slower ring order)
 _FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.srun_task_exit",
                   "launcher.abort", "launcher.mpi_abort", "launcher.mpi_first_failed", "launcher.elastic_failed", "launcher.launch_command_failed")
 
