@@ -209,8 +209,10 @@ _BACKTRACE = 40
 
 # NCCL's exceptions that name no cause, and the WARN lines that do
 _NCCL_GENERIC = regex.compile(r"unhandled system error|unhandled cuda error|internal error|invalid usage|NCCL Error \d+:|"
-                              r"ncclSystemError|ncclInternalError|ncclInvalidUsage|ncclUnhandledCudaError")
-_NCCL_DETAIL = ("nccl.net_warn", "nccl.no_interface", "nccl.cuda_failure_in_setup", "nccl.topology_sysfs", "nccl.ucx_connect")
+                              r"ncclSystemError|ncclInternalError|ncclInvalidUsage|ncclUnhandledCudaError|"
+                              r"HCCL function error: \w+\(.*\), error code is \d+")
+_NCCL_DETAIL = ("nccl.net_warn", "nccl.no_interface", "nccl.cuda_failure_in_setup", "nccl.topology_sysfs", "nccl.ucx_connect",
+                "nccl.store_bind")
 
 
 def _inside(e: Event, tb: Event) -> bool:
