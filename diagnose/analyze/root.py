@@ -68,7 +68,9 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
             # WARN line names the call that failed and why
             # (a WARN of no named kind just before the exception in its file, where no named one is: `NCCL cannot
             # be captured in a graph …`; only near it, as a WARN at start-up may be routine)
-            named = [e for e in tier if e.pattern in _NCCL_DETAIL]
+            named = [e for e in tier if e.pattern in _NCCL_DETAIL or (
+                e.pattern in _OWN_DETAIL and e.evidence.file == root.evidence.file
+                and 0 < e.evidence.line - root.evidence.line <= _OWN_DETAIL_LINES)]
             near = [e for e in events if e.pattern == "fallback.nccl_warn" and e.evidence.file == root.evidence.file
                     and 0 < root.evidence.line - e.evidence.line <= _NEAR_WARN and not _ROUTINE_WARN.search(e.message)]
             if named or near:
@@ -211,8 +213,10 @@ _BACKTRACE = 40
 _NCCL_GENERIC = regex.compile(r"unhandled system error|unhandled cuda error|internal error|invalid usage|NCCL Error \d+:|"
                               r"ncclSystemError|ncclInternalError|ncclInvalidUsage|ncclUnhandledCudaError|"
                               r"HCCL function error: \w+\(.*\), error code is \d+")
-_NCCL_DETAIL = ("nccl.net_warn", "nccl.no_interface", "nccl.cuda_failure_in_setup", "nccl.topology_sysfs", "nccl.ucx_connect",
-                "nccl.store_bind")
+_NCCL_DETAIL = ("nccl.net_warn", "nccl.no_interface", "nccl.cuda_failure_in_setup", "nccl.topology_sysfs", "nccl.ucx_connect")
+# a port already in use names the cause only as the exception's own detail, printed just under it (Ascend's EJ0003 under
+# `HCCL function error`); later, it is a restart meeting the dead workers' port
+_OWN_DETAIL, _OWN_DETAIL_LINES = ("nccl.store_bind",), 3
 
 
 def _inside(e: Event, tb: Event) -> bool:
