@@ -60,16 +60,21 @@ def _diagnose_case(case: Path) -> Diagnosis:
     return diagnose([case / "logs"])
 
 
+_POOL: list[ProcessPoolExecutor] = []
+
+
 def pool_map(fn, items: list, chunksize: int = 8) -> list | None:
     """fn over items on every core this process may use (up to 8: each worker holds polars and the pattern
     library), in processes started afresh (polars' threads do not survive a fork) with one polars thread each;
-    None with fewer than 2 cores."""
+    None with fewer than 2 cores.  One pool serves the whole test run: starting the workers and loading the
+    pattern library in each costs more than an all-cases wrapper test's own work."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if min(cores, 8) < 2:
         return None
-    with mock.patch.dict(os.environ, POLARS_MAX_THREADS="1"), \
-            ProcessPoolExecutor(min(cores, 8), mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(fn, items, chunksize=chunksize))
+    if not _POOL:
+        _POOL.append(ProcessPoolExecutor(min(cores, 8), mp_context=multiprocessing.get_context("spawn")))
+    with mock.patch.dict(os.environ, POLARS_MAX_THREADS="1"):  # (the workers start on the first map)
+        return list(_POOL[0].map(fn, items, chunksize=chunksize))
 
 
 def diagnose_all(cases: list[Path]) -> None:
