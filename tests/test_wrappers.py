@@ -119,7 +119,8 @@ def test_a_wrapper_does_not_change_the_diagnosis(tmp_path, name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(WRAPPERS))
 def test_a_wrapper_does_not_change_the_diagnosis_of_any_case(tmp_path, name):
-    broken = _broken(tmp_path, name, all_cases=True, every=8)  # an eighth of the cases each (each case meets one or two wrappers), for CI's time
+    # an eighth of the cases each (each case meets one or two of the wrappers), for CI's time
+    broken = _broken(tmp_path, name, all_cases=True, every=8)
     # A few logs change (at most 5 of 376 with every case): the synthetic stamps disagree with times the
     # log states itself (a scheduler's `CANCELLED AT 2022-…` then sorts before the failure), which a real
     # wrapper's stamps never do; a hard wrap at a space or an unusual width stays a long line.
