@@ -9,7 +9,7 @@ from datetime import datetime
 import polars as pl
 import regex
 
-from diagnose.read import grammar, normalize
+from diagnose.read import grammar, normalize, scan_keep
 from diagnose.analyze.context import ChildFailure, JobContext
 from diagnose.model import Event, Evidence, Frame, Source, TracebackBlock
 from diagnose.patterns.library import Pattern
@@ -31,6 +31,13 @@ _WAITED = _TIMEOUTS + _PEER_GONE
 def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFrame:
     """Adds `pid`: the highest-priority pattern matching each kept line's message."""
     ordered = sorted((p for p in patterns if not p.frames), key=lambda p: -p.priority)  # frame patterns: see _chain_event
+    # only the regexes whose literals some message holds (one Aho-Corasick pass): compiling all of them
+    # cost most of the time of diagnosing a short log
+    gates = scan_keep.keep_plan(tuple(p.regex for p in patterns)).pattern_gates
+    lits = sorted(set().union(*(g for g in gates.values() if g)))
+    present = set(df.select(pl.col("msg").str.extract_many(lits, overlapping=True).explode().drop_nulls()
+                            .unique()).to_series().to_list()) if lits and df.height else set()
+    ordered = [p for p in ordered if gates.get(p.regex) is None or gates[p.regex] & present]
     if not ordered:
         return df.with_columns(pid=pl.lit(None, dtype=pl.String))
     # every regex in one select (polars runs them on all cores), then the first hit in priority order

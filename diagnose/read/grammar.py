@@ -45,7 +45,10 @@ FAULT_HEADER = r"^(?:Current thread|Thread) 0x[0-9a-f]+ .*\(most recent call fir
 CHAIN = r"^\s*(?:\|\s*)*(?:The above exception was the direct cause|During handling of the above exception)"
 # (`RayTaskError(ModuleNotFoundError): …` names the wrapped type; TF 1.x writes
 # `ResourceExhaustedError (see above for traceback): …`)
-EXC_LINE = r"^(?:[A-Za-z_][\w.]*)(?:\([A-Z][\w.]*\):|\s\(see above for traceback\):|:(?:\s|$)|$)"
+# The class's name is capitalised (`torch.OutOfMemoryError`, `_queue.Empty`) or an old lowercase error
+# (`socket.timeout`, `struct.error`): `self.comm: int = f(` is a source line of a traceback pasted flush left.
+EXC_LINE = (r"^(?:[A-Za-z_]\w*\.)*(?:_*[A-Z]\w*|[a-z_]*(?:error|timeout))"
+            r"(?:\([A-Z][\w.]*\):|\s\(see above for traceback\):|:(?:\s|$)|$)")
 GROUP_MARGIN = r"^\s*(?:\|\s?|\+[-+]*(?: \d+ |-+| \.\.\. )?[-+]*\s*)+"
 
 # Lines worth keeping besides pattern hits, anchored after the prefix so non-matching lines fail fast.

@@ -20,6 +20,7 @@ regex over the windows as one column (slower, same answer).  `MDIAG_ENGINE=polar
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -54,7 +55,7 @@ class _Hyperscan:
         # the Unicode classes polars' regex reads them with.  Not Hyperscan's Unicode classes: with them
         # the line shapes are too large to compile as written, and the prefiltering approximation it
         # falls back to matched every window of a log with a progress bar in it.
-        self.db_utf8 = self._database([(widen_classes(rx), ml) for rx, ml in exprs], hs.HS_FLAG_UTF8)
+        self.db_utf8 = self._database(_widened(tuple(exprs)), hs.HS_FLAG_UTF8)
 
     def _database(self, exprs: list[tuple[str, bool]], extra: int):
         hs = self.hs
@@ -92,6 +93,11 @@ class _Hyperscan:
 
 
 _NON_ASCII = r"[^\x00-\x7f]"
+
+
+@functools.lru_cache(maxsize=4)
+def _widened(exprs: tuple[tuple[str, bool], ...]) -> list[tuple[str, bool]]:
+    return [(widen_classes(rx), ml) for rx, ml in exprs]  # (once a process: a short log's scan cost 12 ms more)
 
 
 def widen_classes(rx: str) -> str:

@@ -56,6 +56,8 @@ class KeepPlan:
         self.thin = "|".join(f"(?:{r})" for r in grammar.KEEP_THIN)
         found = _analysis(tuple(regexes), tuple(grammar.KEEP_THIN))
         required = [set(r) if r is not None else None for r in found["required"]]
+        # per pattern regex: the literals one of which a line must hold to match it (None: no such gate)
+        self.pattern_gates = dict(zip(pattern_regexes, required[len(grammar.KEEP_LITERAL) : len(regexes)]))
         self.unanchored, self.literals = found["unanchored"], found["literals"]
         hit_lits = set().union(*(r for r in required[: len(regexes)] if r))
         # progress lines are first found by their literal (memmem, cheaper per row than a regex)
