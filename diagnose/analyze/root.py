@@ -277,7 +277,8 @@ _RAY_LAST_WORDS = 8  # lines under Ray's report of a dead worker that are still 
 _NEAR_WARN = 30  # lines above an NCCL exception where a WARN of no named kind is its detail
 _ROUTINE_WARN = regex.compile(r"\b[Ff]alling back\b")  # a WARN that says NCCL carried on (a slower ring order)
 _FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.srun_task_exit",
-                  "launcher.abort", "launcher.mpi_abort", "launcher.mpi_first_failed", "launcher.elastic_failed", "launcher.launch_command_failed")
+                  "launcher.abort", "launcher.mpi_abort", "launcher.mpi_first_failed", "launcher.elastic_failed",
+                  "launcher.launch_command_failed", "launcher.trainer_aborted")
 
 
 def _lagging_rank(root: Event, comm: list[Event], ctx: JobContext) -> dict:
