@@ -15,7 +15,9 @@ _WORLD = regex.compile(
     r"using world size: (?P<world>\d+), data-parallel size: (?P<dp>\d+), context-parallel size: (?P<cp>\d+)"
     r".*?tensor-model-parallel size: (?P<tp>\d+), pipeline-model-parallel size: (?P<pp>\d+)"
 )
-_FIELD = regex.compile(r"^\s+(?P<k>time|host|rank|exitcode|error_file|traceback)\s+: (?P<v>.*?)\s*$")
+_FIELD = regex.compile(r"^\s+(?P<k>time|host|rank|exitcode|error_file|traceback)\s+: (?P<v>.*?)\s*$"
+                       # a paste that lost the indentation keeps the entry's rank and exit code recognisable
+                       r"|^(?P<k>rank|exitcode): (?P<v>-?\d+ \((?:local_rank|pid): -?\d+\).*?)\s*$")
 # DeepSpeed's launcher: global_rank_mapping=defaultdict(<class 'list'>, {'10.0.0.1': [0, 1], '10.0.0.2': [2, 3]})
 _MAPPING = regex.compile(r"global_rank_mapping=.*?\{(?P<m>.*)\}")
 _MAPPING_HOST = regex.compile(r"'(?P<host>[^']+)': \[(?P<ranks>[\d, ]*)\]")
@@ -201,7 +203,8 @@ def read_context(df: pl.DataFrame) -> JobContext:
     msgs = df.filter(
         pl.col("msg").str.contains(
             r"^  \S+ \.{3,} |using world size:|Root Cause \(first observed|^Failures:|"
-            r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |arguments ---|memory \(MB\) \||"
+            r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |^(?:rank|exitcode): -?\d+ \(|"
+            r"arguments ---|memory \(MB\) \||"
             r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd|"
             r"global_rank_mapping=|(?i:nnodes|node[_-]rank)|(?:min|max)_nodes|--standalone|hostfile|WORLD INFO DICT|"
             r"(?i:world[_ ]size)|num_machines|SLURM_(?:JOB_)?NNODES|NCCL INFO (?:.*comm 0x|Ring 00)"

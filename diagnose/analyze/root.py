@@ -193,6 +193,9 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
     return None, [], {}
 
 
+# communication failures of the process itself (not a wait on another rank): torchrun's summary names its rank
+_OWN_FAILURE = ("nccl.store_bind",)
+
 # slurmstepd's banners: the job id they name, and those that say why
 _SLURM_JOB = regex.compile(r"\*\*\* (?:STEP|JOB) (\d+)")
 _SLURM_REASONS = ("slurm.time_limit", "slurm.preemption", "slurm.node_failure", "slurm.requeue")
@@ -326,7 +329,7 @@ def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, P
         details["traceback_truncated"] = True
     if root.kind == "error_file":
         details["error_file"] = root.evidence.file
-    if rank is None and not root.is_comm:
+    if rank is None and (not root.is_comm or root.pattern in _OWN_FAILURE):
         # torchrun's failure summary names the first rank that failed: the rank of an error that names none
         first = {f.rank for f in ctx.failures if f.root and f.rank is not None and f.rank >= 0
                  and (root.local_rank is None or f.local_rank == root.local_rank)}

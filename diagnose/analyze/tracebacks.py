@@ -89,6 +89,9 @@ def _walk(stream, rows, multi_stream_srcs, chains):
             # `ProcessRaisedException:` / `-- Process 1 terminated with the following error:` and the worker's own)
             introduced = (r[_HEADER] and state == "exc" and block is not None and (block.exception or "").endswith(":")
                           and prev_line is not None and r[_LINENO] - prev_line <= 2)
+            # (so do the remote frames under Ray's `RayTaskError(Inner): ray::…`, ending in Inner's own line)
+            introduced = introduced or (state == "exc" and linked and block is not None
+                                        and bool(_WRAPPER.match((block.exception or "").strip())))
             if chain is None or not (linked or nested or introduced):
                 chain = Chain(stream=stream, src=r[_SRC], head=(r[_RANK], r[_LOCAL], r[_HOST]))
                 chains.append(chain)

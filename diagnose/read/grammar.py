@@ -58,6 +58,7 @@ KEEP_OTHER_BODY = (
     r"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Group|Warning)\b"
     r"|Fatal Python error|Current thread 0x|Thread 0x"
     r"|\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: "
+    r"|(?:rank|exitcode): -?\d+ \((?:local_rank|pid): "  # (the same, pasted flush left)
     r"|  \S+ \.{3,} "
 )
 # Lines that carry a timestamp: kept only as far as the timeline needs them (see scan.thin_timestamps).
