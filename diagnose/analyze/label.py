@@ -9,18 +9,16 @@ from datetime import datetime
 import polars as pl
 import regex
 
-from diagnose.read import grammar, normalize, scan_keep
+from diagnose.read import normalize, scan_keep
 from diagnose.analyze.context import ChildFailure, JobContext
+from diagnose.analyze.ranks import rank_beside, rank_from, rank_of
 from diagnose.model import Event, Evidence, Frame, Source, TracebackBlock
 from diagnose.patterns.library import Pattern
 from diagnose.analyze.tracebacks import Chain
 
-_NCCL_ORIGIN = regex.compile(grammar.NCCL_ORIGIN)
 
 GENERIC = "python.exception"
 UNKNOWN = "unknown.no_evidence"
-_PG_RANK = regex.compile(grammar.PG_RANK)
-_LOCAL = regex.compile(r"local_rank: (\d+)")
 _TIMEOUTS = ("nccl.watchdog_timeout", "nccl.gloo_timeout")
 # A rank that lost its peer only says another rank went away first (often after that rank's own timeout).
 _PEER_GONE = ("nccl.peer_closed",)
@@ -53,41 +51,6 @@ def _order(t: datetime | None, src: int, line: int) -> tuple:
     return (t is None, t or datetime.min, src, line)
 
 
-def _rank_of(row: dict, ctx: JobContext) -> tuple[int | None, int | None, str | None, dict]:
-    return _rank_from(row.get("rank"), row.get("local_rank"), row.get("host"), row.get("msg"), ctx)
-
-
-def _rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int | None, str | None, dict]:
-    """The line's global rank, local rank and host, and (as details) how a global rank was had from a local one."""
-    msg = msg or ""
-    if (said := normalize.rank_in_text(msg, faulty=True)).get("rank") is not None:
-        # the writer reports another rank's failure (rank 0's monitored barrier: `Rank 2 failed to pass`)
-        return said["rank"], None, said.get("host") or ctx.rank_host.get(said["rank"]), {}
-    if rank is None and local is None and (m := _LOCAL.search(msg)) and "exitcode" in msg:
-        local = int(m.group(1))
-    basis: dict = {}  # how a global rank was had from the local rank itself (ctx.rank_basis)
-    if rank is None and local is not None:
-        rank, basis = ctx.global_rank(local, host), ctx.rank_basis(local, host)
-    if rank is None and (m := _PG_RANK.search(msg)) and (m["pg"] in (None, "0")):
-        rank = int(m["rank"])  # c10d's [Rank N] of the default process group is the global rank
-    if rank is None and local is None and (said := normalize.rank_in_text(msg)):
-        rank, local = said.get("rank"), said.get("local_rank")
-        if rank is None and "task" in said and "torchrun" not in (ctx.launcher or ""):
-            rank = said["task"]  # srun started the ranks itself: its task id is the rank
-        host = host or said.get("host")
-        if rank is None and local is not None:
-            rank, basis = ctx.global_rank(local, host), ctx.rank_basis(local, host)
-    if rank is None and local is None and ctx.nccl_ranks and (m := _NCCL_ORIGIN.match(msg)):
-        # an NCCL line of a process whose rank NCCL's own setup lines state
-        if (got := ctx.nccl_ranks.get((m["host"], int(m["pid"])))) is not None:
-            rank, src, line = got
-            host = host or m["host"]
-            basis = {"_rank_line": (src, line)}  # made `file:line` by build_events
-    if host is None and rank is not None:
-        host = ctx.rank_host.get(rank)
-    return rank, local, host, basis
-
-
 def build_events(
     df: pl.DataFrame,
     chains: list[Chain],
@@ -111,6 +74,7 @@ def build_events(
     for s in spans.values():
         s.sort()
     lines = df.filter(pl.col("pid").is_not_null())
+    beside = rank_beside(df)
     # one Python list per column, zipped: thousands of ranks' timeouts are thousands of rows
     cols = ("src", "lineno", "pid", "msg", "time", "order_time", "rank", "local_rank", "host", "stream", "lead")
     rows = list(zip(*(lines.get_column(c).to_list() for c in cols)))
@@ -129,7 +93,10 @@ def build_events(
         # an exception line outside any traceback (its traceback was not printed, or cut off): a
         # candidate only when nothing better is in the logs
         role = "fallback" if pid == GENERIC else p.role
-        rank, local, host, basis = _rank_from(rank, local, host, msg, ctx)
+        rank, local, host, basis = rank_from(rank, local, host, msg, ctx)
+        if rank is None and local is None and (src, lineno) in beside:
+            rank, line = beside[(src, lineno)]
+            basis = {"rank_from": f"{display[src]}:{line}"}
         events.append(
             Event(
                 kind="line", category=p.category, pattern=p.id, role=role, message=msg.strip(),
@@ -157,7 +124,7 @@ def traceback_starts(chains: list[Chain], sources: list[Source], ctx: JobContext
         rank, local, host = c.head
         if rank is None and local is None:
             continue
-        rank, local, host, _ = _rank_from(rank, local, host, "", ctx)
+        rank, local, host, _ = rank_from(rank, local, host, "", ctx)
         if rank is not None:
             out.append((display[c.src], c.start, rank, local, host))
     return out
@@ -176,7 +143,7 @@ def cut_traceback(chains: list[Chain], sources: list[Source], ctx: JobContext,
     display = {s.index: s.display for s in sources}
     c = min(cut, key=lambda c: (c.src, c.start))
     rank, local, host = c.head
-    rank, local, host, basis = _rank_from(rank, local, host, "", ctx)
+    rank, local, host, basis = rank_from(rank, local, host, "", ctx)
     p = patterns[CUT]
     return Event(kind="traceback", category=p.category, pattern=p.id, role="fallback",
                  message=(c.blocks[0].text[0].strip() if c.blocks[0].text else p.examples[0]),
@@ -271,11 +238,11 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
     if best.id == GENERIC:  # a generic exception: where it was raised may name its kind
         best = _by_frames(best, best_row["msg"], [f for b in c.blocks for f in b.frames], patterns)
     first = rows[0]
-    rank, local, host, basis = _rank_of(first, ctx)
+    rank, local, host, basis = rank_of(first, ctx)
     if rank is None and local is None:
         # a parent's traceback around its worker's (mp.spawn's `-- Process 1 terminated with the following
         # error:`): the worker named there raised the reported line
-        rank, local, host, basis = _rank_of(best_row, ctx)
+        rank, local, host, basis = rank_of(best_row, ctx)
     if rank is None and local is None:
         # a later line of the exception's message that names its rank (DDP's `… did not receive grad for rank 1:`)
         told = [(n, normalize.rank_in_text(t)) for b in c.blocks for n, t in b.continuation]
