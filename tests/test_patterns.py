@@ -74,3 +74,12 @@ def test_a_regex_the_scan_cannot_run_is_named_not_raised(tmp_path):
         load_file(tmp_path / "x.toml")
     pats = load_file(tmp_path / "x.toml", check_engine=False)
     assert any("look-around" in p for p in check_examples(pats))
+
+
+def test_remedies_are_advice_not_log_lines():
+    """A log line put in `remediation` by mistake (instead of `examples`) would be shown to users as advice and
+    prove nothing: every remedy is a sentence."""
+    from diagnose.patterns.library import load
+
+    odd = [(p.id, r) for p in load(()) for r in p.remediation if not r.rstrip().endswith((".", ")", "`", "!", "?", ":"))]
+    assert odd == []
