@@ -29,6 +29,23 @@ HEALTHY = {
         "  Warning  Unhealthy  8m (x12 over 10m)  kubelet            Readiness probe failed: Get "
         '"http://10.244.1.17:8000/health": dial tcp 10.244.1.17:8000: connect: connection refused\n'
     ),
+    # older NCCL's retries, the same
+    "nccl_old_retries_then_init": (
+        "node-2:31337:31400 [0] NCCL INFO Call to connect returned Connection refused, retrying\n"
+        "node-2:31337:31400 [0] NCCL INFO Connected all rings\n"
+        "node-2:31337:31400 [0] NCCL INFO comm 0x55d5c8a0 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n" + _STEPS
+    ),
+    # aws-ofi-nccl (under Neuron's collectives) probing its protocols where EFA is not used, and libfabric closing at a clean exit
+    "ofi_probe_and_close": (
+        "2025-Dec-08 10:00:01.000123 1234:1300 [0] nccl_net_ofi_create_plugin(...):213 CCOM WARN NET/OFI Failed to "
+        "initialize sendrecv protocol\n" + _STEPS
+        + "libfabric:3205148:1765657721::efa:fabric:efa_fabric_close():38<warn> Unable to close fabric: Device or "
+        "resource busy\n"
+    ),
+    # an optional speed-up that falls back
+    "optional_package_warning": (
+        "UserWarning: Fused RMSNorm requires the triton package; falling back to the PyTorch implementation.\n" + _STEPS
+    ),
     # HIP's normal reply to a query of work still running, logged at AMD_LOG_LEVEL=3
     "hip_not_ready": (
         ":3:hip_event.cpp            :308 : 2833412229 us: [pid:21833 tid:0x7f3b1c1e7740] hipEventQuery: Returned "
@@ -69,3 +86,13 @@ def test_a_jax_barrier_other_than_start_up_is_a_task_that_did_not_arrive(write):
     ))
     root = diagnose([log]).root_cause
     assert root.pattern == "nccl.monitored_barrier", root.pattern
+
+
+def test_open_mpis_pmix_lock_message_does_not_take_a_later_failures_root(write):
+    # Open MPI 4 with PMIx 3 prints it in runs that succeed
+    log = write("job.log", "[gpu001:438533] PMIX ERROR: ERROR in file gds_ds12_lock_pthread.c at line 168\n"
+                "[1,1]<stderr>:Traceback (most recent call last):\n"
+                '[1,1]<stderr>:  File "train.py", line 3, in <module>\n'
+                "[1,1]<stderr>:KeyError: 'learning_rate'\n")
+    root = diagnose([log]).root_cause
+    assert root.pattern == "python.exception" and root.rank == 1
