@@ -13,9 +13,9 @@ OWN = ROOT / "tests" / "corpus"
 CATEGORIES = {"oom", "host_oom", "shape", "import", "nccl", "cuda", "config", "data", "nan", "slurm", "python", "unknown"}
 # floors: a little under what the landed code measures, so a change that loses real cases fails here
 FLOORS = {
-    # the issue asks 95% of each; the landed code measures 94.8% / 94.3% / 95.6% on 1,349 cases (the batches
-    # since 931 cases brought misses that only their threads explain)
-    "own": {"category": 0.945, "rank": 0.94, "message": 0.95},
+    # the issue asks 95% of each; the landed code measures 94.5% / 94.5% / 95.7% on 1,631 cases (the batches
+    # since 931 cases brought misses that only their threads explain, and stacks the corpus did not hold before)
+    "own": {"category": 0.94, "rank": 0.94, "message": 0.95},
     "shared": {"category": 0.97, "rank": 0.97, "message": 0.95},
 }
 
