@@ -40,6 +40,7 @@ class Result:
     message: bool
     named: bool  # a root cause was named at all
     got: tuple
+    want: tuple = ()
 
 
 def cases(*folders: Path) -> list[Path]:
@@ -94,6 +95,7 @@ def score_case(case: Path) -> Result:
         category=cat == label["category"],
         rank=None if label.get("root_rank") is None else rank == label["root_rank"],
         message=bool(a and b) and (a in b or b in a), named=root is not None, got=(cat, rank, msg[:120]),
+        want=(label["category"], label.get("root_rank")),
     )
 
 
@@ -130,7 +132,7 @@ def main(argv=None) -> int:
             every.append(r)
             groups[r.batch if args.by == "batch" else str(folder)].append(r)
             if args.verbose and not (r.category and r.message and r.rank is not False):
-                print(f"  {r.case}: got {r.got}", file=sys.stderr)
+                print(f"  {r.case}: want {r.want} got {r.got}", file=sys.stderr)
     for name in sorted(groups):
         print(_line(name, summary(groups[name])))
     print(_line("all", summary(every)))
