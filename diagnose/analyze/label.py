@@ -237,6 +237,8 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
         best, best_row = patterns[GENERIC], named[0]
     if best.id == GENERIC:  # a generic exception: where it was raised may name its kind
         best = _by_frames(best, best_row["msg"], [f for b in c.blocks for f in b.frames], patterns)
+    if stray := _stray_cause(c, best, patterns):
+        best_row, best = stray
     first = rows[0]
     rank, local, host, basis = rank_of(first, ctx)
     if rank is None and local is None:
@@ -275,6 +277,21 @@ def _best_row(rows: list[dict], patterns: dict[str, Pattern]) -> tuple[dict | No
         if p and (best is None or p.priority > best.priority):
             best_row, best = r, p
     return best_row, best
+
+
+def _stray_cause(c: Chain, best: Pattern, patterns: dict[str, Pattern]) -> tuple[dict, Pattern] | None:
+    """A line among the traceback's frames that is none of its lines (another process's, interleaved: two ranks
+    failing together in a merged log) and names the failure more precisely than the traceback's own lines: a
+    root pattern of higher priority (NCCL's `Failed to CUDA calloc` detail between the frames of a generic `NCCL
+    error`).  Fallbacks and the generic exception name nothing more."""
+    found = None
+    for r in c.strays:
+        p = patterns.get(r["pid"]) if r["pid"] else None
+        if (p is None or p.role != "root" or p.id == GENERIC or p.id.startswith("fallback.")
+                or p.priority <= best.priority or (found is not None and p.priority <= found[1].priority)):
+            continue
+        found = (r, p)
+    return found
 
 
 def _message(c: Chain, row: dict) -> str:

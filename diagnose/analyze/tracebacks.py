@@ -32,6 +32,9 @@ class Chain:
     src: int
     blocks: list[TracebackBlock] = field(default_factory=list)
     rows: list[dict] = field(default_factory=list)  # the kept rows of the exception lines and continuations
+    # rows among a block's frames that are none of its lines (no frame, source line or exception): another
+    # process's output interleaved into it
+    strays: list[dict] = field(default_factory=list)
     head: tuple = (None, None, None)  # (rank, local rank, host) of its first line, as the prefixes say
 
     @property
@@ -122,6 +125,8 @@ def _walk(stream, rows, multi_stream_srcs, chains):
                 linked = bool(_WRAPPER.match(body.strip()))
             elif not gap_ok:
                 state = "none"
+            elif not r[_BLANK]:
+                chain.strays.append(dict(zip(_COLS, r)))
         elif state == "exc":
             if r[_CHAIN]:
                 linked = True
