@@ -14,7 +14,7 @@ import re
 
 import polars as pl
 
-from diagnose.read import grammar, normalize
+from diagnose.read import grammar, learned_prefix, normalize
 from diagnose.model import Source
 
 
@@ -28,6 +28,7 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
     cols: dict[str, list] = {c: [] for c in ("msg", "lead", "_rank", "_local", "_task", "_host", "_pid", "tstext", "_key", "_tee", "record", "stamp")}
     peeled = [normalize.peel(line or "", kinds) for line in frame.get_column("line").to_list()]
     srcs = frame.get_column("src").to_list()
+    _peel_learned(srcs, peeled, kinds)
     stamped = _stamped_sources(srcs, peeled, timed)
     for src, n in zip(srcs, peeled):
         cols["msg"].append(n.message)
@@ -68,6 +69,25 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
         stream=pl.concat_str([pl.col("src").cast(pl.String), pl.col("_key")], separator="|"),
     )
     return df.drop("_rank", "_local", "_task", "_host", "_pid", "_key", "_tee", "pid", "tid", "dev")
+
+
+def _peel_learned(srcs: list, peeled: list, kinds) -> None:
+    """Each file's prefix that no kind knows (a viewer's or platform's columns, see learned_prefix), where it
+    has one, peeled from its lines, with the known prefixes behind it."""
+    rows: dict = {}
+    for i, src in enumerate(srcs):
+        rows.setdefault(src, []).append(i)
+
+    def peel(text: str) -> normalize.Normalized:
+        return normalize.peel(text, kinds)
+
+    for idx in rows.values():
+        rx = learned_prefix.learn([peeled[i].message for i in idx[:learned_prefix.SAMPLE]], peel)
+        if rx is None:
+            continue
+        for i in idx:
+            if m := rx.match(peeled[i].message):
+                peeled[i] = normalize.peel_behind(peeled[i], m.end(), kinds)
 
 
 def _stamped_sources(srcs: list, peeled: list, timed: set[str]) -> set:

@@ -69,6 +69,7 @@ class Normalized:
     # the prefixes from the first one that is not a launcher's rank label (a host; a logger's columns,
     # `[E0916 17:44:14.56 ProcessGroupNCCL.cpp:1515] `): with the message, the line as the log prints it
     lead: str = ""
+    end: int = 0  # where the prefixes end in the line (ANSI colours taken out)
 
 
 @lru_cache(maxsize=None)
@@ -141,7 +142,52 @@ def peel(line: str, kinds: tuple[PrefixKind, ...] | None = None) -> Normalized:
     out.message = _unbox(line[pos:]) if pos else _unbox(line)
     out.key = "".join(key)
     out.lead = line[labels:pos]
+    out.end = pos
+    if out.rank is None and out.local_rank is None and _LABEL_HINT.search(line, pos):
+        if (cut := _rank_label_after_columns(out.message, compiled)) is not None:
+            return peel_behind(out, cut, kinds)
     return out
+
+
+# a launcher's rank label behind columns no kind knows (`[stderr] 2024-11-20 14:37:16 [rank3]: …`): the label is
+# looked for after a few leading fields that read as columns, not as a message
+_LABEL_HINT = re.compile(r"\[(?:rank|default)\d|\]<std(?:err|out)>:|\((?:VllmWorker rank=|Worker_TP)\d")
+_LABEL_KINDS = ("torch_rank", "tee_local", "mpirun_tag", "vllm_worker")
+_COLUMN = re.compile(r"[^\s\"'(]+[ \t]+")
+_NOT_A_COLUMN = re.compile(r"(?:Error|Exception|Warning)\b|^(?:Traceback|File)$")
+MAX_COLUMNS = 6
+
+
+def _rank_label_after_columns(message: str, compiled) -> int | None:
+    """Where a launcher's rank label starts in message, after at most MAX_COLUMNS fields that read as columns
+    (no quote, parenthesis or exception name in them), or None."""
+    labels = [rx for kind, rx in compiled if kind.id in _LABEL_KINDS]
+    pos = 0
+    for _ in range(MAX_COLUMNS):
+        m = _COLUMN.match(message, pos)
+        if m is None or _NOT_A_COLUMN.search(m.group(0).strip()):
+            return None
+        pos = m.end()
+        if any(rx.match(message, pos) for rx in labels):
+            return pos
+    return None
+
+
+def peel_behind(n: Normalized, cut: int, kinds: tuple[PrefixKind, ...] | None = None) -> Normalized:
+    """n with the first `cut` characters of its message taken as a prefix that names nothing (one that
+    read/learned_prefix.py learned from the file), and the known prefixes behind it peeled: their facts
+    fill those n lacks."""
+    rest = n.message[cut:]
+    inner = peel(rest, kinds)
+    for name in FACTS:
+        if getattr(n, name) is None:
+            setattr(n, name, getattr(inner, name))
+    n.kinds = [*n.kinds, "learned", *inner.kinds]
+    n.key += inner.key
+    n.lead += n.message[:cut] + rest[:inner.end]
+    n.end += cut + inner.end
+    n.message = inner.message
+    return n
 
 
 _COMPILED: dict[int, tuple] = {}
