@@ -127,7 +127,7 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
                 root = min(named, key=lambda e: e.evidence.line)
         if root.pattern in _NATIVE_CRASHES:
             # the crash handler's backtrace under the signal line names the library the process crashed in
-            inside = [e for e in events if e.pattern == "cuda.library_crash" and e.evidence.file == root.evidence.file
+            inside = [e for e in events if e.pattern in _LIBRARY_CRASHES and e.evidence.file == root.evidence.file
                       and 0 < e.evidence.line - root.evidence.line <= _BACKTRACE]
             if inside:
                 frame = min(inside, key=lambda e: e.evidence.line)
@@ -220,6 +220,7 @@ _NEIGHBOURS = 6
 
 # a crash handler's report of a signal, and how far below it its backtrace's frames may be
 _NATIVE_CRASHES = ("unknown.native_crash", "unknown.fatal_signal")
+_LIBRARY_CRASHES = ("cuda.library_crash", "nccl.library_crash")  # a backtrace frame in a named library
 _BACKTRACE = 40
 
 # NCCL's exceptions that name no cause, and the WARN lines that do

@@ -151,8 +151,8 @@ def peel(line: str, kinds: tuple[PrefixKind, ...] | None = None) -> Normalized:
 
 # a launcher's rank label behind columns no kind knows (`[stderr] 2024-11-20 14:37:16 [rank3]: …`): the label is
 # looked for after a few leading fields that read as columns, not as a message
-_LABEL_HINT = re.compile(r"\[(?:rank|default)\d|\]<std(?:err|out)>:|\((?:VllmWorker rank=|Worker_TP)\d")
-_LABEL_KINDS = ("torch_rank", "tee_local", "mpirun_tag", "vllm_worker")
+_LABEL_HINT = re.compile(r"\[(?:rank|default)\d|\[rank=\d|\]<std(?:err|out)>:|\((?:VllmWorker rank=|Worker_TP)\d")
+_LABEL_KINDS = ("torch_rank", "tee_local", "mpirun_tag", "vllm_worker", "determined_rank")
 _COLUMN = re.compile(r"[^\s\"'(]+[ \t]+")
 _NOT_A_COLUMN = re.compile(r"(?:Error|Exception|Warning)\b|^(?:Traceback|File)$")
 MAX_COLUMNS = 6
