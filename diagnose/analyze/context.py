@@ -281,7 +281,9 @@ def read_context(df: pl.DataFrame) -> JobContext:
             continue
         if m := _FIELD.match(msg):
             k, v = m["k"], m["v"]
-            if k == "time" or cur is None or cur.src != src or lineno - cur.line > 16:
+            # (an entry starts at its time; where its time line was not kept, at a field the entry already has)
+            if (k == "time" or cur is None or cur.src != src or lineno - cur.line > 16
+                    or (k == "host" and cur.host is not None) or (k == "rank" and cur.rank is not None)):
                 cur = ChildFailure(src=src, line=lineno, root=in_root)
                 ctx.failures.append(cur)
             if k == "time":

@@ -112,6 +112,13 @@ KEEP_LITERAL = [
     # traceback structure behind a prefix the anchored shapes above do not know (normalize peels it)
     r"Traceback \(most recent call last\)",
     r'File "[^"]{1,500}", line \d+',
+    # and torchrun's failure summary's fields, its keys padded to ten characters (literals rare enough to gate on;
+    # `time` is too common a word, and its value too plain, to gate a scan: an entry starts at its host then)
+    r"\bhost      : \S",
+    r"\brank      : \d+ \(local_rank: \d",
+    r"\bexitcode  : -?\d+ \(pid: ",
+    r"\berror_file: ",
+    r"\btraceback : ",
     # (a rich-boxed traceback's frame, `│ /x.py:12 in fn │`, has no literal rarer than `.py:`, which glog
     # headers hold on every line: keeping those frames cost 15% of the scan, so only its header and
     # exception line are kept)
