@@ -81,34 +81,41 @@ def learn(messages: list[str], peel) -> re.Pattern | None:
     lines = [m for m in messages[:SAMPLE] if m.strip()]
     if len(lines) < MIN_LINES:
         return None
+    need = max(MIN_LINES, SHARE * len(lines))
+    # the first field alone decides most files (its shapes differ: no prefix), before any line is split further
+    first = Counter(_shape(m.split(None, 1)[0]) for m in lines if not m[:1].isspace())
+    if not first or first.most_common(1)[0][1] < need:
+        return None
     fields = [_fields(m) for m in lines]
-    for k in range(MAX_FIELDS, 0, -1):
-        shapes = Counter(tuple(_shape(t) for t, _ in f[:k]) for f in fields if len(f) >= k)
-        if not shapes:
-            continue
-        shape, count = shapes.most_common(1)[0]
-        if count < max(MIN_LINES, SHARE * len(lines)):
-            continue
-        if k == MAX_FIELDS:
-            return None  # the lines agree as far as they are read: one message repeated (every rank's timeout)
-        group = [f for f in fields if len(f) >= k and tuple(_shape(t) for t, _ in f[:k]) == shape]
-        k = next((j for j, (t, _) in enumerate(group[0][:k]) if _NOT_A_COLUMN.search(t)), k)
-        # end before the first field where a known prefix starts (in most of the lines)
-        before_known = False
-        for j in range(k):
-            rests = ["".join(t + s for t, s in f[j:]) for f in group[:200]]
-            if sum(map(known, rests)) * 2 > len(rests):
-                k, before_known = j, True
-                break
-        if k == 0:
-            return None
-        if not before_known and all(_WORDS.match(t) for t, _ in group[0][:k]):
-            return None  # plain words (`srun: error: …`): a message that many lines start with, not a column
-        # between fields any blanks; after the last, the fewest a line has (the rest is the message's indent)
-        last = min((f[k - 1][1] for f in group), key=len)
-        rx = re.compile(r"[ \t]+".join(_field_rx(t) for t, _ in group[0][:k]) + re.escape(last))
-        return rx if _reveals(rx, lines, peel) else None
-    return None
+    shapes = [[_shape(t) for t, _ in f] for f in fields]
+    # the longest run of leading fields that nine in ten lines share (a shorter run is shared at least as widely)
+    k, shape = 0, ()
+    while k < MAX_FIELDS:
+        common = Counter(tuple(s[:k + 1]) for s in shapes if len(s) > k).most_common(1)
+        if not common or common[0][1] < need:
+            break
+        k, shape = k + 1, common[0][0]
+    if k == 0:
+        return None
+    if k == MAX_FIELDS:
+        return None  # the lines agree as far as they are read: one message repeated (every rank's timeout)
+    group = [f for f, s in zip(fields, shapes) if tuple(s[:k]) == shape]
+    k = next((j for j, (t, _) in enumerate(group[0][:k]) if _NOT_A_COLUMN.search(t)), k)
+    # end before the first field where a known prefix starts (in most of the lines)
+    before_known = False
+    for j in range(k):
+        rests = ["".join(t + s for t, s in f[j:]) for f in group[:200]]
+        if sum(map(known, rests)) * 2 > len(rests):
+            k, before_known = j, True
+            break
+    if k == 0:
+        return None
+    if not before_known and all(_WORDS.match(t) for t, _ in group[0][:k]):
+        return None  # plain words (`srun: error: …`): a message that many lines start with, not a column
+    # between fields any blanks; after the last, the fewest a line has (the rest is the message's indent)
+    last = min((f[k - 1][1] for f in group), key=len)
+    rx = re.compile(r"[ \t]+".join(_field_rx(t) for t, _ in group[0][:k]) + re.escape(last))
+    return rx if _reveals(rx, lines, peel) else None
 
 
 def _reveals(rx: re.Pattern, lines: list[str], peel) -> bool:
