@@ -143,9 +143,10 @@ def _traceback_below(owner: int, state: str, srcs: list, linenos: list, cols: di
     keys, records, msgs = cols["_key"], cols["record"], cols["msg"]
     i = owner + 1
     while i < len(msgs) and key(keys[i]) and not records[i] and srcs[i] == srcs[owner]:
-        # (the blank line between a chain marker and the next header may be one the scan did not keep)
+        # (the blank line between a chain marker and the next header may be one the scan did not keep, and so
+        # may a frame's source line behind columns the scan's shapes do not know)
         gap = linenos[i] - linenos[i - 1]
-        if not (gap == 1 or (gap == 2 and state == "chain")):
+        if not (gap == 1 or (gap == 2 and state in ("chain", "frames"))):
             return
         msg = msgs[i]
         if not msg.strip():
