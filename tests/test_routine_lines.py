@@ -51,6 +51,11 @@ HEALTHY = {
         ":3:hip_event.cpp            :308 : 2833412229 us: [pid:21833 tid:0x7f3b1c1e7740] hipEventQuery: Returned "
         "hipErrorNotReady : \n" + _STEPS
     ),
+    # torch 1.0's warning at start-up on Turing GPUs with cudnn.benchmark: the run goes on
+    "thc_error_11_at_start_up": (
+        "=> creating model 'resnet50'\n"
+        "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=663 error=11 : invalid argument\n" + _STEPS
+    ),
 }
 
 
@@ -96,3 +101,57 @@ def test_open_mpis_pmix_lock_message_does_not_take_a_later_failures_root(write):
                 "[1,1]<stderr>:KeyError: 'learning_rate'\n")
     root = diagnose([log]).root_cause
     assert root.pattern == "python.exception" and root.rank == 1
+
+
+def test_a_missing_conda_before_the_job_runs_is_no_root(write):
+    # the job script's `conda` is not there, the environment is activated another way and the job runs until the
+    # cgroup kills it: only a missing launcher is a root
+    log = write("slurm-4412871.out", (
+        "/var/spool/slurmd/job4412871/slurm_script: line 14: conda: command not found\n"
+        "Activated environment /scratch/u123/envs/llm (python 3.10.13)\n"
+        "{'loss': 1.8432, 'learning_rate': 1.9e-05, 'epoch': 0.02}\n"
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=4412871.batch. Some of the step tasks have been OOM Killed.\n"
+    ))
+    assert diagnose([log]).root_cause.category == "host_oom"
+
+
+def test_another_ranks_warning_among_a_tracebacks_frames_does_not_take_its_root(write):
+    # a merged log: rank 1's c10d warning lands between rank 0's frames; the ValueError stays the root
+    log = write("job.log", (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 88, in <module>\n'
+        "    main(cfg)\n"
+        "[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot "
+        "assign requested address).\n"
+        '  File "/workspace/train.py", line 61, in main\n'
+        "    raise ValueError(f\"unknown scheduler {cfg.scheduler}\")\n"
+        "ValueError: unknown scheduler cosine_warm\n"
+    ))
+    root = diagnose([log]).root_cause
+    assert root.message.startswith("ValueError: unknown scheduler")
+
+
+def test_mpichs_error_stack_is_no_crash_frame(write):
+    # MPICH names the failed call with its arguments (addresses among them): no backtrace frame of a crash in MPI
+    log = write("job.log", (
+        "[gpu-07:12345:0:12345] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x10)\n"
+        "==== backtrace (tid:  12345) ====\n"
+        " 0  /opt/app/lib/libsolver.so(solve_block+0x44) [0x7f00aa001234]\n"
+        "Abort(1) on node 1: Fatal error in PMPI_Allreduce: Other MPI error, error stack:\n"
+        "MPI_Allreduce(sbuf=0x7ffd5c3a1b40, rbuf=0x7ffd5c3a1b48, count=1, datatype=MPI_DOUBLE, op=MPI_SUM, "
+        "comm=MPI_COMM_WORLD) failed\n"
+    ))
+    assert diagnose([log]).root_cause.pattern == "unknown.native_crash"
+
+
+def test_a_relayed_timeout_names_no_rank(write):
+    # only node 0's log: rank 0 relays the flight recorder's signal that rank 13's collective timed out
+    log = write("node0.log", (
+        "[rank0]: step 1260 | loss 2.3120 | lr 2.9e-04\n"
+        "[rank0]:[E501 10:12:54.817424543 ProcessGroupNCCL.cpp:1914] [PG ID 0 PG GUID 0(default_pg) Rank 0] Received a "
+        "dump signal due to a collective timeout from  rank 13 and we will try our best to dump the debug info.\n"
+        "E0501 10:22:57.300000 8812 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) "
+        "local_rank: 0 (pid: 8819) of binary: /usr/bin/python3\n"
+    ))
+    root = diagnose([log]).root_cause
+    assert root.category == "nccl" and root.rank is None

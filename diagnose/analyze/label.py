@@ -22,8 +22,9 @@ UNKNOWN = "unknown.no_evidence"
 _TIMEOUTS = ("nccl.watchdog_timeout", "nccl.gloo_timeout")
 # A rank that lost its peer only says another rank went away first (often after that rank's own timeout).
 _PEER_GONE = ("nccl.peer_closed",)
-# Communication failures that name the rank that noticed, not the rank that failed.
-_WAITED = _TIMEOUTS + _PEER_GONE
+# Communication failures that name the rank that noticed, not the rank that failed (and a relay of another rank's
+# timeout: the flight recorder's dump signal).
+_WAITED = _TIMEOUTS + _PEER_GONE + ("nccl.timeout_dump_signal",)
 
 
 def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFrame:
@@ -280,10 +281,13 @@ def _best_row(rows: list[dict], patterns: dict[str, Pattern]) -> tuple[dict | No
 
 
 def _stray_cause(c: Chain, best: Pattern, patterns: dict[str, Pattern]) -> tuple[dict, Pattern] | None:
-    """A line among the traceback's frames that is none of its lines (another process's, interleaved: two ranks
-    failing together in a merged log) and names the failure more precisely than the traceback's own lines: a
-    root pattern of higher priority (NCCL's `Failed to CUDA calloc` detail between the frames of a generic `NCCL
-    error`).  Fallbacks and the generic exception name nothing more."""
+    """A line among the frames of a traceback whose exception names no cause (NCCL's generic `NCCL error in: …,
+    internal error`) that is none of its lines (another process's, interleaved: two ranks failing together in a
+    merged log) and names the failure: a root pattern of higher priority (NCCL's `Failed to CUDA calloc` detail).
+    Any other traceback's own exception stands (a warning another rank printed among its frames is no cause of
+    it).  Fallbacks and the generic exception name nothing more."""
+    if best.id != "nccl.error":
+        return None  # only a traceback whose own lines name no cause (`NCCL error in: …, internal error`)
     found = None
     for r in c.strays:
         p = patterns.get(r["pid"]) if r["pid"] else None

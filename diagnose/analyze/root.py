@@ -46,7 +46,8 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         seen_later = in_summary_entry(ctx)
         # torchrun's other failures after its Root Cause entry (it saw that one first, whatever time a
         # wrapper stamped on the lines of its summary)
-        tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, seen_later(e), e.order))
+        # (a relay of another rank's timeout comes after the timeouts themselves)
+        tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, e.pattern in _RELAYS, seen_later(e), e.order))
         root = named_by_summary(tier[0], tier, ctx)
         crashed_in = None
         if root.pattern in _KILL_REPORTS and killed_after_root_cause(root, ctx):
@@ -216,6 +217,7 @@ _RETURN_CODE = regex.compile(r"exits with return code = (-?\d+)")
 
 # C++ exceptions that name no kind of failure, and how far below one a named failure is the same crash's
 _UNNAMED_ABORTS = ("unknown.cpp_exception",)
+_RELAYS = ("nccl.timeout_dump_signal",)  # a rank relaying the flight recorder's dump signal: another rank timed out
 _NEIGHBOURS = 6
 
 # a crash handler's report of a signal, and how far below it its backtrace's frames may be
