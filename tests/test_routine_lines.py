@@ -51,6 +51,11 @@ HEALTHY = {
         ":3:hip_event.cpp            :308 : 2833412229 us: [pid:21833 tid:0x7f3b1c1e7740] hipEventQuery: Returned "
         "hipErrorNotReady : \n" + _STEPS
     ),
+    # c10d's client trying localhost's IPv6 address first (errno 99), then connecting over IPv4
+    "c10d_client_errno_99": (
+        "[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot "
+        "assign requested address).\n" + _STEPS
+    ),
     # torch 1.0's warning at start-up on Turing GPUs with cudnn.benchmark: the run goes on
     "thc_error_11_at_start_up": (
         "=> creating model 'resnet50'\n"
