@@ -51,6 +51,14 @@ HEALTHY = {
         ":3:hip_event.cpp            :308 : 2833412229 us: [pid:21833 tid:0x7f3b1c1e7740] hipEventQuery: Returned "
         "hipErrorNotReady : \n" + _STEPS
     ),
+    # an error word in a line logged at warning level: the program goes on
+    "wandb_retry_warning": (
+        "wandb: WARNING Retrying request after error: HTTPSConnectionPool(host='api.wandb.ai', port=443): Read timed "
+        "out. (read timeout=20)\n" + _STEPS
+    ),
+    "warning_level_error_word": (
+        "2024-05-01 10:00:05 WARNING  Error: could not read .netrc, falling back to WANDB_API_KEY\n" + _STEPS
+    ),
     # c10d's client trying localhost's IPv6 address first (errno 99), then connecting over IPv4
     "c10d_client_errno_99": (
         "[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot "

@@ -168,7 +168,7 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         return root, same, notes
     # No pattern names a failure, but the logs show an error: the earliest error line (an exception
     # line before a bare error word) is the likeliest root, said with low confidence.
-    loose = [e for e in events if e.role == "fallback" and not _joined_later(e, ctx)]
+    loose = [e for e in events if e.role == "fallback" and not _joined_later(e, ctx) and not _at_warning_level(e)]
     if loose:
         later = in_summary_entry(ctx)  # (torchrun's other failures come after its Root Cause)
         loose.sort(key=lambda e: (e.pattern != GENERIC, later(e), e.order))
@@ -200,6 +200,17 @@ _OWN_FAILURE = ("nccl.store_bind",)
 
 # NCCL's connection retries of a process that went on to set up its communicator were a peer starting late
 _NCCL_ORIGIN = regex.compile(grammar.NCCL_ORIGIN)
+
+
+# a line logged at warning level (`wandb: WARNING Retrying request after error: …`, `WARNING  Error: could not read
+# .netrc`): the program said it goes on; an error word in it names no failure (NCCL's `WARN` is its failure report,
+# a fallback of its own)
+_WARNING_LEVEL = regex.compile(r"\bWARN(?:ING)?\b|\[W(?:ARN(?:ING)?)?\]|^\[?W\d{4} \d\d:")
+_ERROR_WORDS = ("fallback.error_line", GENERIC)
+
+
+def _at_warning_level(e: Event) -> bool:
+    return e.pattern in _ERROR_WORDS and bool(_WARNING_LEVEL.search(e.lead + e.message))
 
 
 def _joined_later(e: Event, ctx: JobContext) -> bool:
