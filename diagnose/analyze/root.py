@@ -9,8 +9,8 @@ from __future__ import annotations
 import regex
 
 from diagnose.analyze.context import JobContext
-from diagnose.read import grammar
 from diagnose.analyze.label import GENERIC, _PEER_GONE, _TIMEOUTS, _WAITED
+from diagnose.analyze.loose import loose_root
 from diagnose.analyze.summary_entries import in_summary_entry, killed_after_root_cause, named_by_summary
 from diagnose.model import Event, Frame, RootCause
 from diagnose.patterns.library import Pattern
@@ -168,7 +168,7 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         return root, same, notes
     # No pattern names a failure, but the logs show an error: the earliest error line (an exception
     # line before a bare error word) is the likeliest root, said with low confidence.
-    loose = [e for e in events if e.role == "fallback" and not _joined_later(e, ctx) and not _at_warning_level(e)]
+    loose = [e for e in events if e.role == "fallback" and loose_root(e, ctx)]
     if loose:
         later = in_summary_entry(ctx)  # (torchrun's other failures come after its Root Cause)
         loose.sort(key=lambda e: (e.pattern != GENERIC, later(e), e.order))
@@ -197,26 +197,6 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
 
 # communication failures of the process itself (not a wait on another rank): torchrun's summary names its rank
 _OWN_FAILURE = ("nccl.store_bind",)
-
-# NCCL's connection retries of a process that went on to set up its communicator were a peer starting late
-_NCCL_ORIGIN = regex.compile(grammar.NCCL_ORIGIN)
-
-
-# a line logged at warning level (`wandb: WARNING Retrying request after error: …`, `WARNING  Error: could not read
-# .netrc`): the program said it goes on; an error word in it names no failure (NCCL's `WARN` is its failure report,
-# a fallback of its own)
-_WARNING_LEVEL = regex.compile(r"\bWARN(?:ING)?\b|\[W(?:ARN(?:ING)?)?\]|^\[?W\d{4} \d\d:")
-_ERROR_WORDS = ("fallback.error_line", GENERIC)
-
-
-def _at_warning_level(e: Event) -> bool:
-    return e.pattern in _ERROR_WORDS and bool(_WARNING_LEVEL.search(e.lead + e.message))
-
-
-def _joined_later(e: Event, ctx: JobContext) -> bool:
-    m = _NCCL_ORIGIN.match(e.message) if e.pattern == "fallback.nccl_connect_retry" else None
-    return bool(m) and (m["host"], int(m["pid"])) in ctx.nccl_ranks
-
 
 # slurmstepd's banners: the job id they name, and those that say why
 _SLURM_JOB = regex.compile(r"\*\*\* (?:STEP|JOB) (\d+)")

@@ -1,0 +1,34 @@
+"""Which error-looking lines that no pattern names may be the likeliest root of a log (the fallbacks, named with low
+confidence where nothing better is): not NCCL's connection retries of a process that went on to set up its
+communicator, nor an error word in a line logged at warning level."""
+from __future__ import annotations
+
+import regex
+
+from diagnose.analyze.context import JobContext
+from diagnose.analyze.label import GENERIC
+from diagnose.model import Event
+from diagnose.read import grammar
+
+# NCCL's connection retries of a process that went on to set up its communicator were a peer starting late
+_NCCL_ORIGIN = regex.compile(grammar.NCCL_ORIGIN)
+
+# a line logged at warning level (`wandb: WARNING Retrying request after error: …`, `WARNING  Error: could not read
+# .netrc`): the program said it goes on; an error word in it names no failure (NCCL's `WARN` is its failure report,
+# a fallback of its own)
+_WARNING_LEVEL = regex.compile(r"\bWARN(?:ING)?\b|\[W(?:ARN(?:ING)?)?\]|^\[?W\d{4} \d\d:")
+_ERROR_WORDS = ("fallback.error_line", GENERIC)
+
+
+def loose_root(e: Event, ctx: JobContext) -> bool:
+    """May the fallback event e be the likeliest root?"""
+    return not _joined_later(e, ctx) and not _at_warning_level(e)
+
+
+def _at_warning_level(e: Event) -> bool:
+    return e.pattern in _ERROR_WORDS and bool(_WARNING_LEVEL.search(e.lead + e.message))
+
+
+def _joined_later(e: Event, ctx: JobContext) -> bool:
+    m = _NCCL_ORIGIN.match(e.message) if e.pattern == "fallback.nccl_connect_retry" else None
+    return bool(m) and (m["host"], int(m["pid"])) in ctx.nccl_ranks
