@@ -291,8 +291,8 @@ def _stray_cause(c: Chain, best: Pattern, patterns: dict[str, Pattern]) -> tuple
     found = None
     for r in c.strays:
         p = patterns.get(r["pid"]) if r["pid"] else None
-        if (p is None or p.role != "root" or p.id == GENERIC or p.id.startswith("fallback.")
-                or p.priority <= best.priority or (found is not None and p.priority <= found[1].priority)):
+        if (p is None or p.role != "root" or p.id == GENERIC or p.priority <= best.priority
+                or (found is not None and p.priority <= found[1].priority)):
             continue
         found = (r, p)
     return found

@@ -122,7 +122,7 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         if root.pattern in _UNNAMED_ABORTS:
             # an uncaught C++ exception of no named kind, and a named failure printed just under it (two threads
             # of one process dying): the named one says what happened
-            named = [e for e in lines if e.category != "unknown" and e.role != "fallback" and e.evidence.file == root.evidence.file
+            named = [e for e in lines if e.category != "unknown" and e.evidence.file == root.evidence.file
                      and 0 < e.evidence.line - root.evidence.line <= _NEIGHBOURS]
             if named:
                 root = min(named, key=lambda e: e.evidence.line)

@@ -51,14 +51,17 @@ EXC_LINE = (r"^(?:[A-Za-z_]\w*\.)*(?:_*[A-Z]\w*|[a-z_]*(?:error|timeout))"
             r"(?:\([A-Z][\w.]*\):|\s\(see above for traceback\):|:(?:\s|$)|$)")
 GROUP_MARGIN = r"^\s*(?:\|\s?|\+[-+]*(?: \d+ |-+| \.\.\. )?[-+]*\s*)+"
 
+# A field of torchrun's failure summary (`  exitcode  : 1 (pid: 42)`), on the message.
+SUMMARY_FIELD = r"\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: "
+
 # Lines worth keeping besides pattern hits, anchored after the prefix so non-matching lines fail fast.
 KEEP_OTHER_BODY = (
     r"\s*(?:[|+]\s*)*(?:\+ )?(?:Exception Group )?Traceback \(most recent"
     r"|\s*(?:\|\s*)*File \""
     r"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Group|Warning)\b"
     r"|Fatal Python error|Current thread 0x|Thread 0x"
-    r"|\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: "
-    r"|(?:rank|exitcode): -?\d+ \((?:local_rank|pid): "  # (the same, pasted flush left)
+    r"|" + SUMMARY_FIELD
+    + r"|(?:rank|exitcode): -?\d+ \((?:local_rank|pid): "  # (the same, pasted flush left)
     r"|  \S+ \.{3,} "
 )
 # Lines that carry a timestamp: kept only as far as the timeline needs them (see scan.thin_timestamps).

@@ -16,12 +16,12 @@ import re
 from collections import Counter
 
 from diagnose.read import grammar
+from diagnose.read.normalize import NOT_A_COLUMN
 
 MIN_LINES = 4
 SHARE = 0.9
 MAX_FIELDS = 8
-SAMPLE = 2000  # lines of a file that the prefix is learned from
-KIND = "learned"
+SAMPLE = 2000  # lines of a file that the prefix is learned from (the caller's sample)
 
 _FIELD = re.compile(r"(\S+)([ \t]+)")
 _DIGITS = re.compile(r"\d+")
@@ -31,10 +31,9 @@ _LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE", "WARN", "WARNING", "ERR
 # what a wrapped line shows once its columns are off: a traceback's header or frame, an exception, a field of
 # torchrun's failure summary (a rank label is read from the peeled facts)
 _REVEALS = (re.compile(grammar.TB_HEADER), re.compile(grammar.FRAME), re.compile(grammar.EXC_LINE),
-            re.compile(r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: "))
+            re.compile("^" + grammar.SUMMARY_FIELD))
 # a field that reads as a message, not a column: the learned prefix ends before it
 _WORDS = re.compile(r"[A-Za-z_.-]+:?$")
-_NOT_A_COLUMN = re.compile(r"(?:Error|Exception|Warning)\b|^(?:Traceback|File)$")
 
 
 def _shape(token: str) -> str:
@@ -78,7 +77,7 @@ def learn(messages: list[str], peel) -> re.Pattern | None:
     def known(text: str) -> bool:
         return bool(peel(text).kinds)
 
-    lines = [m for m in messages[:SAMPLE] if m.strip()]
+    lines = [m for m in messages if m.strip()]
     if len(lines) < MIN_LINES:
         return None
     need = max(MIN_LINES, SHARE * len(lines))
@@ -100,7 +99,7 @@ def learn(messages: list[str], peel) -> re.Pattern | None:
     if k == MAX_FIELDS:
         return None  # the lines agree as far as they are read: one message repeated (every rank's timeout)
     group = [f for f, s in zip(fields, shapes) if tuple(s[:k]) == shape]
-    k = next((j for j, (t, _) in enumerate(group[0][:k]) if _NOT_A_COLUMN.search(t)), k)
+    k = next((j for j, (t, _) in enumerate(group[0][:k]) if NOT_A_COLUMN.search(t)), k)
     # end before the first field where a known prefix starts (in most of the lines)
     before_known = False
     for j in range(k):

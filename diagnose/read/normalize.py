@@ -154,7 +154,8 @@ def peel(line: str, kinds: tuple[PrefixKind, ...] | None = None) -> Normalized:
 _LABEL_HINT = re.compile(r"\[(?:rank|default)\d|\[rank=\d|\]<std(?:err|out)>:|\((?:VllmWorker rank=|Worker_TP)\d")
 _LABEL_KINDS = ("torch_rank", "tee_local", "mpirun_tag", "vllm_worker", "determined_rank")
 _COLUMN = re.compile(r"[^\s\"'(]+[ \t]+")
-_NOT_A_COLUMN = re.compile(r"(?:Error|Exception|Warning)\b|^(?:Traceback|File)$")
+# a field that reads as a message, not a column (read/learned_prefix.py ends a learned prefix before one too)
+NOT_A_COLUMN = re.compile(r"(?:Error|Exception|Warning)\b|^(?:Traceback|File)$")
 MAX_COLUMNS = 6
 
 
@@ -165,7 +166,7 @@ def _rank_label_after_columns(message: str, compiled) -> int | None:
     pos = 0
     for _ in range(MAX_COLUMNS):
         m = _COLUMN.match(message, pos)
-        if m is None or _NOT_A_COLUMN.search(m.group(0).strip()):
+        if m is None or NOT_A_COLUMN.search(m.group(0).strip()):
             return None
         pos = m.end()
         if any(rx.match(message, pos) for rx in labels):
