@@ -4,7 +4,8 @@ import os
 import time
 
 from diagnose.patterns import library
-from diagnose.read import cache, scan_keep
+from diagnose import cache
+from diagnose.read import scan_keep
 
 
 def _plan():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "diagnose"
 # lower layers first; a module may import from its own layer and the layers before it
-LAYERS = ["model", "patterns", "read", "analyze", "pipeline", "render", "slurm", "fleet", "cli"]
+LAYERS = ["model", "cache", "patterns", "read", "analyze", "pipeline", "render", "slurm", "fleet", "cli"]
 # integrations stand beside each other: neither the fleet nor SLURM imports the other
 APART = {("fleet", "slurm"), ("slurm", "fleet")}
 

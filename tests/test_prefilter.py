@@ -151,10 +151,11 @@ def test_small_log_is_not_summarised(tmp_path):
 
 @pytest.mark.parametrize("engine", _engines())
 @pytest.mark.parametrize("line", ["bar 10%\rbar 90%\rTraceback (most recent call last):",  # a redrawn bar
-                                  "\u2003rank\u00a0: 3", "██ 50%\n  File \"/x/ünï.py\", line 3, in f"])
+                                  "\u2003rank\u00a0: 3", "██ 50%\n  File \"/x/ünï.py\", line 3, in f",
+                                  "Trace\x00back (most recent call last):"])  # the splitter drops the NUL
 def test_hot_where_the_line_filter_keeps(engine, line, monkeypatch):
-    """A line kept only once carriage returns are read as line ends, or Unicode classes as Unicode,
-    still makes its window hot."""
+    """A line kept only once carriage returns are read as line ends, Unicode classes as Unicode, or
+    NULs dropped, still makes its window hot."""
     monkeypatch.setenv("MDIAG_ENGINE", engine)
     plan = scan.KeepPlan([p.regex for p in library.load(())])
     chunk = b"ok\n" * 50_000 + line.encode() + b"\n" + b"ok\n" * 50_000
@@ -189,3 +190,17 @@ def test_two_processes_keep_what_one_keeps(mixed, monkeypatch):
     for frame in (single, double):
         assert own.join(frame, on=["lineno", "line"], how="anti").height == 0
         assert frame.join(full, on=["lineno", "line"], how="anti").height == 0
+
+
+def test_newlines_counted_alike_with_or_without_numpy(monkeypatch):
+    """The hot spans' line numbers are the same whichever way the newlines are counted."""
+    from diagnose.read import scan_lines
+
+    rng = random.Random(3)
+    chunk = b"".join(rng.choice(FILL) for _ in range(60_000))
+    chunk += b"Traceback (most recent call last):\n" + b"".join(rng.choice(FILL) for _ in range(60_000))
+    blocks = scan.KeepPlan([p.regex for p in library.load(())]).block_filter()
+    fast = scan_lines.hot_spans(chunk, blocks)
+    monkeypatch.setattr(scan_lines, "_np", None)
+    assert scan_lines.hot_spans(chunk, blocks) == fast
+    assert fast[1] and fast[3] == chunk.count(b"\n") + 1

@@ -20,14 +20,17 @@ logs.  The Python ``regex`` module is only used for named groups on the few matc
 """
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import regex
+
+from diagnose.cache import cache_file, write_atomic
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -208,9 +211,9 @@ def _backtracks(rx: str) -> bool:
     return False
 
 
-def load_file(path: Path, check_engine: bool = True) -> list[Pattern]:
+def load_file(path: Path, check_engine: bool = True, text: str | None = None) -> list[Pattern]:
     try:
-        data = tomllib.loads(_read_pattern_file(path))
+        data = tomllib.loads(_read_pattern_file(path) if text is None else text)
     except tomllib.TOMLDecodeError as exc:
         raise PatternError(f"{path}: not valid TOML: {exc}") from None
     except RecursionError:
@@ -293,13 +296,31 @@ def _load(folders: tuple[str, ...]) -> tuple[Pattern, ...]:
         d = Path(folder)
         if not d.is_dir():
             raise PatternError(f"{d}: pattern folder not found")
-        for path in sorted(d.glob("*.toml")):
-            if path.name == PREFIX_FILE:
-                continue  # line prefixes, not failure patterns: normalize reads them
-            # the built-in patterns are proven by the test suite; a user's are checked as they load
-            for p in load_file(path, check_engine=d.resolve() != builtin_dir().resolve()):
-                by_id[p.id] = p
+        paths = [p for p in sorted(d.glob("*.toml")) if p.name != PREFIX_FILE]  # prefixes: normalize reads them
+        # the built-in patterns are proven by the test suite; a user's are checked as they load
+        found = (_load_builtin(d, paths) if d.resolve() == builtin_dir().resolve()
+                 else [p for path in paths for p in load_file(path)])
+        for p in found:
+            by_id[p.id] = p
     return tuple(by_id.values())
+
+
+_CODE = Path(__file__).read_bytes()  # a change to how files are read makes new cache entries
+
+
+def _load_builtin(d: Path, paths: list[Path]) -> list[Pattern]:
+    """The built-in patterns, parsed once and then read from mdiag's cache (keyed by the files' text):
+    parsing the TOML took a third of a short log's diagnosis."""
+    texts = [_read_pattern_file(p) for p in paths]
+    cache = cache_file("patterns", _CODE, str(d), [(p.name, t) for p, t in zip(paths, texts)], suffix=".json")
+    try:
+        return [Pattern(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
+                for raw in json.loads(cache.read_bytes())]
+    except Exception:  # noqa: BLE001  (absent, stale or damaged: parse the files)
+        pass
+    out = [p for path, text in zip(paths, texts) for p in load_file(path, check_engine=False, text=text)]
+    write_atomic(cache, json.dumps([asdict(p) for p in out]).encode())
+    return out
 
 
 def best(patterns, ids) -> Pattern | None:

@@ -4,10 +4,11 @@ A chunk (whole lines, raw bytes) is cut into windows of about WINDOW bytes at li
 *hot* when it holds a byte the line splitter drops or rewrites (NUL, the unit separator), or when one
 multi-pattern automaton finds in it any of what KeepPlan keeps a line for: a pattern's required
 literal, a pattern regex without a literal, or a line shape (traceback, exception, launcher summary;
-anchored at a line start).  Carriage returns are read as line ends (a redrawn progress bar: the
-splitter keeps its last drawing, a line of its own here), and a chunk with non-ASCII bytes is matched
-as UTF-8, its classes widened to a superset of the Unicode classes the line filter reads it with.  The search stops at the first hit, so a
-busy window costs a few bytes and a quiet one one pass at automaton speed.
+anchored at a line start).  Carriage returns start lines too (a redrawn progress bar: the splitter
+keeps its last drawing, a line of its own here), and a chunk with non-ASCII bytes is matched as UTF-8,
+its classes widened to a superset of the Unicode classes the line filter reads it with.  Each search
+stops at its first hit and the next starts at the window after the hit's, so a chunk costs one pass at
+automaton speed, a busy window a few bytes.
 
 Hot windows are split into lines, each with the two lines after it (the neighbourhood of a traceback
 line), the window before it and the chunk's last window: lines kept only for their timestamp (the
@@ -20,6 +21,7 @@ regex over the windows as one column (slower, same answer).  `MDIAG_ENGINE=polar
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import os
 import re
@@ -27,7 +29,7 @@ import re
 import polars as pl
 
 from diagnose.read import grammar
-from diagnose.read.cache import cache_file, write_atomic
+from diagnose.cache import cache_file, write_atomic
 
 WINDOW = 64 * 1024
 DENSE = 0.6  # when this share of a chunk is hot, the whole chunk is split (joining spans costs more)
@@ -44,10 +46,15 @@ def _engine_choice() -> str:
 
 class _Hyperscan:
     name = "hyperscan"
+    # It reads a chunk as it is: a line start after a carriage return is one too, and the bytes the line
+    # splitter drops or rewrites are matches of their own (no copy of the chunk, no pass for them).
+    raw_bytes = True
 
     def __init__(self, exprs: list[tuple[str, bool]]):
         import hyperscan as hs
 
+        exprs = [("(?:^|\r)" + rx[1:] if ml and rx.startswith("^") else rx, ml) for rx, ml in exprs]
+        exprs += [(r"\x00", False), (r"\x1f", False)]
         self.hs = hs
         self.db = self._database(exprs, 0)
         # Text with non-ASCII bytes is matched as UTF-8 (in bytes, a bounded `[^"]{1,500}` would count a
@@ -90,6 +97,21 @@ class _Hyperscan:
                 found[0] = True
             out.append(found[0])
         return out
+
+    def first_hit(self, view, unicode: bool) -> int | None:
+        """The end offset of the first match in view (Hyperscan reports matches in order of their
+        ends), or None."""
+        db, at = (self.db_utf8 if unicode else self.db), [None]
+
+        def stop(_id, _start, end, *_a) -> bool:
+            at[0] = end
+            return True
+
+        try:
+            db.scan(view, match_event_handler=stop)
+        except self.hs.ScanTerminated:
+            pass
+        return at[0]
 
 
 _NON_ASCII = r"[^\x00-\x7f]"
@@ -167,10 +189,16 @@ class BlockFilter:
             return None
         # a progress bar redrawn with carriage returns: each drawing is matched as a line of its own
         # (the splitter keeps the last one; a match in it is then a match here, anchors included)
-        text = chunk.replace(b"\r", b"\n") if b"\r" in chunk else chunk
-        view, unicode, special = memoryview(text), not chunk.isascii(), _special(chunk)
-        if not special and not self.engine.hot([view], unicode)[0]:
-            return []  # a quiet chunk: one pass of the automaton
+        raw = getattr(self.engine, "raw_bytes", False)
+        text = chunk.replace(b"\r", b"\n") if not raw and b"\r" in chunk else chunk
+        view, unicode, special = memoryview(text), not chunk.isascii(), not raw and _special(chunk)
+        first_hit = getattr(self.engine, "first_hit", None)
+        if first_hit is not None:
+            hit = first_hit(view, unicode)
+            if hit is None and not special:
+                return []  # a quiet chunk: one pass of the automaton
+        elif not special and not self.engine.hot([view], unicode)[0]:
+            return []
         bounds, pos = [], 0
         while pos < n:
             end = chunk.find(b"\n", min(pos + WINDOW, n - 1))
@@ -178,9 +206,29 @@ class BlockFilter:
             bounds.append((pos, end))
             pos = end + 1
         hot = [special and _special(chunk, s, e) for s, e in bounds]
-        todo = [i for i, h in enumerate(hot) if not h]
-        for i, h in zip(todo, self.engine.hot([view[bounds[i][0]:bounds[i][1]] for i in todo], unicode)):
-            hot[i] = h
+        if first_hit is None:
+            todo = [i for i, h in enumerate(hot) if not h]
+            for i, h in zip(todo, self.engine.hot([view[bounds[i][0]:bounds[i][1]] for i in todo], unicode)):
+                hot[i] = h
+        else:
+            # One pass in all: each search runs to its first hit, whose window is hot; the windows before
+            # it are quiet (a match inside one of them would have ended sooner), and the next search
+            # starts at the window after.  A search costs its whole stretch however soon it hits, so it
+            # spans one window after a hit and twice as many after each quiet stretch.  (Windows searched
+            # one by one cost a second pass over a chunk.)
+            starts = [s for s, _ in bounds]
+            i, span = 0, 1
+            while True:
+                if hit is not None:
+                    k = max(bisect.bisect_right(starts, starts[i] + hit - 1) - 1, i)
+                    hot[k] = True
+                    i, span = k + 1, 1
+                if i >= len(bounds):
+                    break
+                j = min(i + span, len(bounds)) - 1
+                hit = first_hit(view[starts[i]:bounds[j][1]], unicode)
+                if hit is None:
+                    i, span = j + 1, span * 2
         # the window before each hot one and the chunk's last window give the timeline its times
         # (the latest timestamp of each stream before a kept line, and each stream's latest)
         take = [h or (i + 1 < len(hot) and hot[i + 1]) for i, h in enumerate(hot)]

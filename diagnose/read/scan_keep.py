@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from diagnose.read import grammar
-from diagnose.read.cache import cache_file, write_atomic
+from diagnose.cache import cache_file, write_atomic
 from diagnose.read.prefilter import BlockFilter
 from diagnose.read.scan_literals import _alternation, _minimal, _required, gate_rank, loosen_anchors
 

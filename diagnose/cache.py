@@ -1,5 +1,6 @@
-"""Files mdiag keeps between runs to start faster (the compiled scan automaton, the scan plan's literals):
-derived data only, keyed by a hash of what they are derived from, so a stale or foreign file is never read."""
+"""Files mdiag keeps between runs to start faster (the compiled scan automaton, the scan plan's literals, the parsed
+built-in patterns): derived data only, keyed by a hash of what they are derived from, so a stale or foreign file is
+never read."""
 from __future__ import annotations
 
 import hashlib
