@@ -18,6 +18,9 @@ from diagnose.analyze.tracebacks import Chain
 
 
 GENERIC = "python.exception"
+ERROR_LINE = "fallback.error_line"
+# a logger's level column that says error (or glog's fatal header), as peeled into a line's lead
+_ERROR_LEVEL = r"(?:^|[\[\s|:-])(?:ERROR|CRITICAL|FATAL)(?:[\]\s|:-]|$)|^F\d{4} \d\d:\d\d:\d\d"
 UNKNOWN = "unknown.no_evidence"
 _TIMEOUTS = ("nccl.watchdog_timeout", "nccl.gloo_timeout")
 # A rank that lost its peer only says another rank went away first (often after that rank's own timeout).
@@ -45,7 +48,14 @@ def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFr
     expr = pl.when(pl.col("_0")).then(pl.lit(ordered[0].id))
     for i, p in enumerate(ordered[1:], 1):
         expr = expr.when(pl.col(f"_{i}")).then(pl.lit(p.id))
-    return df.with_columns(hits.select(pid=expr.otherwise(pl.lit(None, dtype=pl.String))))
+    pid = hits.select(pid=expr.otherwise(pl.lit(None, dtype=pl.String))).to_series()
+    if "lead" in df.columns and any(p.id == ERROR_LINE for p in patterns):
+        # a line its logger marked as an error (`[ERROR] `, `- ERROR - `, glog's `F…] `), its level peeled off
+        # with the logger's columns, that no pattern names: an error line as if it said `Error:`
+        leveled = df.select(pl.col("lead").fill_null("").str.contains(_ERROR_LEVEL)
+                            & (pl.col("msg").str.strip_chars() != "")).to_series()
+        pid = pl.select(pl.when(pid.is_null() & leveled).then(pl.lit(ERROR_LINE)).otherwise(pid)).to_series()
+    return df.with_columns(pid=pid)
 
 
 def _order(t: datetime | None, src: int, line: int) -> tuple:

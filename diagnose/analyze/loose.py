@@ -6,7 +6,7 @@ from __future__ import annotations
 import regex
 
 from diagnose.analyze.context import JobContext
-from diagnose.analyze.label import GENERIC
+from diagnose.analyze.label import ERROR_LINE, GENERIC
 from diagnose.model import Event
 from diagnose.read import grammar
 
@@ -17,7 +17,7 @@ _NCCL_ORIGIN = regex.compile(grammar.NCCL_ORIGIN)
 # .netrc`): the program said it goes on; an error word in it names no failure (NCCL's `WARN` is its failure report,
 # a fallback of its own)
 _WARNING_LEVEL = regex.compile(r"\bWARN(?:ING)?\b|\[W(?:ARN(?:ING)?)?\]|^\[?W\d{4} \d\d:")
-_ERROR_WORDS = ("fallback.error_line", GENERIC)
+_ERROR_WORDS = (ERROR_LINE, GENERIC)
 
 
 def loose_root(e: Event, ctx: JobContext) -> bool:
