@@ -69,6 +69,11 @@ HEALTHY = {
         "=> creating model 'resnet50'\n"
         "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=663 error=11 : invalid argument\n" + _STEPS
     ),
+    # TensorFlow and JAX at start-up, at error level: a CUDA library's factory registered twice
+    "cuda_factory_registered_twice": (
+        "E0000 00:00:1712345678.123456   12345 cuda_dnn.cc:8310] Unable to register cuDNN factory: Attempting to "
+        "register factory for plugin cuDNN when one has already been registered\n" + _STEPS
+    ),
 }
 
 
@@ -168,3 +173,15 @@ def test_a_relayed_timeout_names_no_rank(write):
     ))
     root = diagnose([log]).root_cause
     assert root.category == "nccl" and root.rank is None
+
+
+@pytest.mark.parametrize("line", [
+    # TensorFlow's C++ logger at error level, the job's only error (https://github.com/tensorflow/lingvo/issues/121)
+    '2019-07-10 08:32:54.199474: E tensorflow/core/distributed_runtime/rpc/grpc_server_lib.cc:442] Internal: Job '
+    '"trainer_client,controller" was not defined in cluster',
+    # a Python logger's level column, peeled with the columns
+    "2024-05-01 10:00:05,123 - ERROR - trainer - the checkpoint writer gave up",
+])
+def test_a_line_its_logger_marks_as_an_error_is_named_with_low_confidence(write, line):
+    root = diagnose([write("job.log", _STEPS + line + "\n")]).root_cause
+    assert root is not None and root.pattern == "fallback.error_line" and root.confidence == "low"
