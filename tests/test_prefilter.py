@@ -201,6 +201,6 @@ def test_newlines_counted_alike_with_or_without_numpy(monkeypatch):
     chunk += b"Traceback (most recent call last):\n" + b"".join(rng.choice(FILL) for _ in range(60_000))
     blocks = scan.KeepPlan([p.regex for p in library.load(())]).block_filter()
     fast = scan_lines.hot_spans(chunk, blocks)
-    monkeypatch.setattr(scan_lines, "_np", None)
+    monkeypatch.setattr(scan_lines, "_numpy", lambda: None)
     assert scan_lines.hot_spans(chunk, blocks) == fast
     assert fast[1] and fast[3] == chunk.count(b"\n") + 1

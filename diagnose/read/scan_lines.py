@@ -11,10 +11,8 @@ import polars as pl
 from diagnose.read import scan_blocks
 from diagnose.read.prefilter import BlockFilter
 
-try:
-    import numpy as _np
-except ImportError:  # the newlines are counted by bytes.count
-    _np = None
+_np = None  # numpy, imported on the first chunk big enough to use it (its import is a tenth of a short run)
+_np_tried = False
 
 
 _CSV = dict(has_header=False, separator="\x1f", quote_char=None, encoding="utf8-lossy",
@@ -86,12 +84,25 @@ def hot_spans(data: bytes, blocks: BlockFilter | None) -> Part:
 _local = threading.local()
 
 
+def _numpy():
+    """numpy where it is installed, else None (the newlines are then counted by bytes.count)."""
+    global _np, _np_tried
+    if not _np_tried:
+        _np_tried = True
+        try:
+            import numpy
+            _np = numpy
+        except ImportError:
+            pass
+    return _np
+
+
 def newline_counter(data: bytes) -> Callable[[int, int], int]:
     """count(start, end): the newlines in data[start:end].  With numpy (the `fast` extra), one vector
     compare of the chunk into a buffer kept per thread, then counts of its slices: four times faster
     than bytes.count, the largest cost of a quiet chunk after the automaton.  (A fresh array per
     chunk would cost as much as it saves, in page faults.)"""
-    if _np is None or len(data) < 1 << 20:
+    if len(data) < 1 << 20 or _numpy() is None:
         return lambda start, end: data.count(b"\n", start, end)
     buf = getattr(_local, "buf", None)
     if buf is None or len(buf) < len(data):
