@@ -255,6 +255,8 @@ class RootDetails:
     reported_by: str | None = doc("what reported the failure when the failing rank's own error is not in the logs")
     no_root_evidence: str | None = doc("why the evidence is not the failing rank's own error")
     rank_from: str | None = doc("where the rank was learned when the error line does not name it")
+    category_from: str | None = doc("no pattern names the failure: the hint (patterns/hints.toml) whose words in "
+                                    "the message gave its category")
     time_from: str | None = doc("where the time was learned when the error line has none")
     also_on_ranks: list[int] | None = doc("other ranks that printed the same error")
     occurrences: int | None = doc("how many times the error was printed in all", minimum=1)

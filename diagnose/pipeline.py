@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from diagnose.read import attribute, collect, rejoin, scan, scan_deadline, timeline
-from diagnose.analyze import context, explain, findings, label, root as choose, summaries, tracebacks
+from diagnose.analyze import context, explain, findings, label, loose, root as choose, summaries, tracebacks
 from diagnose.patterns import library as patterns_mod
 from diagnose.model import Diagnosis
 
@@ -50,6 +50,7 @@ def diagnose(
         notes = {"confidence": "low", "no_root_evidence": "the failing rank's own error is not in these logs"}
     if root_ev is not None:
         label.point_at_root_cause_entry(root_ev, sources, ctx, by_id)
+        notes = {**notes, **loose.kind_from_words(root_ev, by_id)}
     root = choose.make_root(root_ev, same, notes, by_id, ctx) if root_ev else None
     job = ctx.to_dict()
     job["checks"] = findings.config_checks(ctx)

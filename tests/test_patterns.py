@@ -83,3 +83,16 @@ def test_remedies_are_advice_not_log_lines():
 
     odd = [(p.id, r) for p in load(()) for r in p.remediation if not r.rstrip().endswith((".", ")", "`", "!", "?", ":"))]
     assert odd == []
+
+
+def test_hints_match_their_examples_and_not_their_near_misses():
+    import polars as pl
+
+    from diagnose.patterns.library import hinted, hints
+
+    assert {h.category for h in hints()} <= set(CATEGORIES)
+    for h in hints():
+        rust = pl.Series([*h.examples, *h.near_misses], dtype=pl.String).str.contains(h.regex).to_list()
+        assert h.examples and all(rust[: len(h.examples)]) and not any(rust[len(h.examples):]), h.id
+        assert all(hinted(e) is h for e in h.examples), h.id
+        assert not any(h.search(n) for n in h.near_misses), h.id

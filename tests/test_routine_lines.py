@@ -185,3 +185,12 @@ def test_a_relayed_timeout_names_no_rank(write):
 def test_a_line_its_logger_marks_as_an_error_is_named_with_low_confidence(write, line):
     root = diagnose([write("job.log", _STEPS + line + "\n")]).root_cause
     assert root is not None and root.pattern == "fallback.error_line" and root.confidence == "low"
+
+
+def test_an_exception_no_pattern_names_takes_the_kind_its_words_name(write):
+    log = write("job.log", _STEPS + "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                "    main()\nRuntimeError: ProcessGroupGloo lost its peer while reducing bucket 3\n")
+    root = diagnose([log]).root_cause
+    assert (root.category, root.pattern, root.details.get("category_from")) == ("nccl", "python.exception", "nccl_library")
+    plain = diagnose([write("other.log", _STEPS + "RuntimeError: the reducer lost bucket 3\n")]).root_cause
+    assert plain.category == "python" and "category_from" not in plain.details

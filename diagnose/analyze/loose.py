@@ -1,6 +1,6 @@
 """Which error-looking lines that no pattern names may be the likeliest root of a log (the fallbacks, named with low
 confidence where nothing better is): not NCCL's connection retries of a process that went on to set up its
-communicator, nor an error word in a line logged at warning level."""
+communicator, nor an error word in a line logged at warning level; and the kind that such a root's words name."""
 from __future__ import annotations
 
 import regex
@@ -8,6 +8,8 @@ import regex
 from diagnose.analyze.context import JobContext
 from diagnose.analyze.label import ERROR_LINE, GENERIC
 from diagnose.model import Event
+from diagnose.patterns import library
+from diagnose.patterns.library import Pattern
 from diagnose.read import grammar
 
 # NCCL's connection retries of a process that went on to set up its communicator were a peer starting late
@@ -32,3 +34,16 @@ def _at_warning_level(e: Event) -> bool:
 def _joined_later(e: Event, ctx: JobContext) -> bool:
     m = _NCCL_ORIGIN.match(e.message) if e.pattern == "fallback.nccl_connect_retry" else None
     return bool(m) and (m["host"], int(m["pid"])) in ctx.nccl_ranks
+
+
+def kind_from_words(root: Event, patterns: dict[str, Pattern]) -> dict:
+    """A root that no pattern names (the generic exception, an error line only the fallback names) whose message
+    names a kind's own vocabulary (patterns/hints.toml: NCCL, a CUDA error, a divisibility) takes that kind's
+    category; the rest of what is said of it stays."""
+    if root.category not in ("python", "unknown") or not (root.pattern == GENERIC or patterns[root.pattern].role == "fallback"):
+        return {}
+    hint = library.hinted(root.message)
+    if hint is None or hint.category == root.category:
+        return {}
+    root.category = hint.category
+    return {"category_from": hint.id}

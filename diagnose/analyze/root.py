@@ -362,7 +362,9 @@ def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, P
     if host is None and rank is not None:
         host = ctx.rank_host.get(rank)
     return RootCause(
-        category=p.category, pattern=p.id, summary="", message=root.lead + root.message, text=root.message,
+        # (a hint's category where no pattern named the failure: see loose.kind_from_words)
+        category=root.category if "category_from" in details else p.category, pattern=p.id, summary="",
+        message=root.lead + root.message, text=root.message,
         evidence=root.evidence,
         rank=rank, local_rank=local, host=host, time=time, traceback=text, frames=frames,
         title=p.title, why=p.why, remediation=list(p.remediation), details=details, confidence=confidence,

@@ -43,6 +43,7 @@ CATEGORIES = (
 )
 ROLES = ("root", "symptom", "context", "fallback")  # fallback: a root only when nothing else is
 PREFIX_FILE = "prefixes.toml"
+HINTS_FILE = "hints.toml"  # words that give an unnamed failure its kind (see Hint)
 REQUIRED = ("id", "role", "regex", "title", "why", "remediation", "examples")
 
 
@@ -296,7 +297,8 @@ def _load(folders: tuple[str, ...]) -> tuple[Pattern, ...]:
         d = Path(folder)
         if not d.is_dir():
             raise PatternError(f"{d}: pattern folder not found")
-        paths = [p for p in sorted(d.glob("*.toml")) if p.name != PREFIX_FILE]  # prefixes: normalize reads them
+        # prefixes (normalize reads them) and hints (hints_for reads them) are no failure patterns
+        paths = [p for p in sorted(d.glob("*.toml")) if p.name not in (PREFIX_FILE, HINTS_FILE)]
         # the built-in patterns are proven by the test suite; a user's are checked as they load
         found = (_load_builtin(d, paths) if d.resolve() == builtin_dir().resolve()
                  else [p for path in paths for p in load_file(path)])
@@ -321,6 +323,38 @@ def _load_builtin(d: Path, paths: list[Path]) -> list[Pattern]:
     out = [p for path, text in zip(paths, texts) for p in load_file(path, check_engine=False, text=text)]
     write_atomic(cache, json.dumps([asdict(p) for p in out]).encode())
     return out
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A kind's own vocabulary (patterns/hints.toml): the category of a root that no pattern names."""
+    id: str
+    category: str
+    regex: str
+    examples: tuple[str, ...]
+    near_misses: tuple[str, ...]
+
+    def search(self, text: str):
+        return _compile(self.regex).search(text, timeout=1.0)
+
+
+@lru_cache(maxsize=1)
+def hints() -> tuple[Hint, ...]:
+    """The built-in hints, in file order."""
+    path = builtin_dir() / HINTS_FILE
+    data = tomllib.loads(_read_pattern_file(path))
+    out = []
+    for raw in data.get("hint", []):
+        if raw.get("category") not in CATEGORIES:
+            raise PatternError(f"{path}: hint {raw.get('id')!r}: category is not one of {', '.join(CATEGORIES)}")
+        out.append(Hint(id=raw["id"], category=raw["category"], regex=raw["regex"],
+                        examples=tuple(raw.get("examples", ())), near_misses=tuple(raw.get("near_misses", ()))))
+    return tuple(out)
+
+
+def hinted(message: str) -> Hint | None:
+    """The first hint whose vocabulary the message holds, or None."""
+    return next((h for h in hints() if h.search(message)), None)
 
 
 def best(patterns, ids) -> Pattern | None:
