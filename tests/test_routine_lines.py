@@ -69,6 +69,35 @@ HEALTHY = {
         "=> creating model 'resnet50'\n"
         "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=663 error=11 : invalid argument\n" + _STEPS
     ),
+    # TensorFlow on a node without a GPU, at error level, then training on the CPU
+    "tf_cuinit_without_gpu": (
+        "2024-04-02 08:00:01.234567: E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:282] failed call to "
+        "cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected\n" + _STEPS
+    ),
+    # pytest's live log of a passing test, at error level
+    "pytest_live_log_error": (
+        "ERROR    trainer.retry:retry.py:41 step failed, retrying (attempt 1/3)\n"
+        "PASSED                                                                   [100%]\n" + _STEPS
+    ),
+    # an optional import skipped at warning level
+    "optional_import_skipped": "WARNING:root:No module named 'apex'\nINFO:__main__:apex not available\n" + _STEPS,
+    # torch.compile with suppress_errors: dynamo falls back to eager and the run goes on
+    "dynamo_wont_convert": (
+        "[rank0]:W0612 10:00:00.000000 1234 torch/_dynamo/convert_frame.py:1009] WON'T CONVERT forward /workspace/"
+        "model.py line 88 due to: Failed running call_function <built-in function getitem>(*(FakeTensor(..., "
+        "device='cuda:0', size=(8, 512)), FakeTensor(..., device='cuda:0', size=(4,), dtype=torch.int64)), **{}):\n"
+        + _STEPS
+    ),
+    # the UCC backend's start-up report
+    "ucc_info": (
+        "[I ProcessGroupUCC.cpp:412] [Rank 0][ProcessGroupUCC-0][INIT][INFO] Successfully read and set "
+        "ProcessGroupUCC env. variables as followings UCX_TLS=rc,cuda_copy TORCH_UCC_BLOCKING_WAIT=none\n" + _STEPS
+    ),
+    # a MemoryError caught and worked around, at warning level
+    "memory_error_worked_around": (
+        "[2024-05-01 10:00:10] WARNING: tokenizing with 64 workers raised MemoryError: falling back to 8 workers\n"
+        + _STEPS
+    ),
     # TensorFlow and JAX at start-up, at error level: a CUDA library's factory registered twice
     "cuda_factory_registered_twice": (
         "E0000 00:00:1712345678.123456   12345 cuda_dnn.cc:8310] Unable to register cuDNN factory: Attempting to "
@@ -175,18 +204,6 @@ def test_a_relayed_timeout_names_no_rank(write):
     assert root.category == "nccl" and root.rank is None
 
 
-@pytest.mark.parametrize("line", [
-    # TensorFlow's C++ logger at error level, the job's only error (https://github.com/tensorflow/lingvo/issues/121)
-    '2019-07-10 08:32:54.199474: E tensorflow/core/distributed_runtime/rpc/grpc_server_lib.cc:442] Internal: Job '
-    '"trainer_client,controller" was not defined in cluster',
-    # a Python logger's level column, peeled with the columns
-    "2024-05-01 10:00:05,123 - ERROR - trainer - the checkpoint writer gave up",
-])
-def test_a_line_its_logger_marks_as_an_error_is_named_with_low_confidence(write, line):
-    root = diagnose([write("job.log", _STEPS + line + "\n")]).root_cause
-    assert root is not None and root.pattern == "fallback.error_line" and root.confidence == "low"
-
-
 def test_an_exception_no_pattern_names_takes_the_kind_its_words_name(write):
     log = write("job.log", _STEPS + "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
                 "    main()\nRuntimeError: ProcessGroupGloo lost its peer while reducing bucket 3\n")
@@ -194,3 +211,22 @@ def test_an_exception_no_pattern_names_takes_the_kind_its_words_name(write):
     assert (root.category, root.pattern, root.details.get("category_from")) == ("nccl", "python.exception", "nccl_library")
     plain = diagnose([write("other.log", _STEPS + "RuntimeError: the reducer lost bucket 3\n")]).root_cause
     assert plain.category == "python" and "category_from" not in plain.details
+
+
+def test_a_warning_before_a_real_failure_does_not_take_its_root(write):
+    log = write("job.log", "WARNING:root:No module named 'apex'\n" + _STEPS + "[rank3]: Traceback (most recent call last):\n"
+                "[rank3]:   File \"train.py\", line 9, in <module>\n[rank3]:     batch = next(it)['labels']\n"
+                "[rank3]: KeyError: 'labels'\n")
+    root = diagnose([log]).root_cause
+    assert (root.rank, root.message) == (3, "KeyError: 'labels'")
+
+
+@pytest.mark.parametrize("line", [
+    # glog's fatal header (https://github.com/PaddlePaddle/Paddle/issues/18575), and absl's (seconds since the epoch)
+    "F0710 13:11:24.494246 34492 grpc_client.cc:408] GetRPC name:[emb_query.block0], ep:[10.90.104.41:62003], "
+    "status:[-1] meets grpc error, error_code:14 error_message:Socket closed error_details:",
+    "F0000 00:00:1718186460.123456   4242 pjrt_client.cc:99] the coordination service went away",
+])
+def test_a_fatal_line_no_pattern_names_is_named_with_low_confidence(write, line):
+    root = diagnose([write("job.log", _STEPS + line + "\n")]).root_cause
+    assert root is not None and root.pattern == "fallback.error_line" and root.confidence == "low"

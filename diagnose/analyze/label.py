@@ -19,13 +19,11 @@ from diagnose.analyze.tracebacks import Chain
 
 GENERIC = "python.exception"
 ERROR_LINE = "fallback.error_line"
-# a logger's level column that says error (glog's `E…`/`F…` header too), as peeled into a line's lead, or a C++
-# logger's header left at the message's start (TensorFlow's `E tensorflow/…/x.cc:12] `, absl's `E0000 00:00:… x.cc:1] `)
-_ERROR_LEVEL = r"(?:^|[\[\s|:-])(?:ERROR|CRITICAL|FATAL)(?:[\]\s|:-]|$)|^[EF]\d{4} \d\d:\d\d:\d\d"
-_ERROR_HEAD = r"^(?:[EF] [\w./-]+:\d+\] |[EF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [\w./-]+:\d+\] )"
-# what is logged at error level in runs that go on, or around any failure: TensorFlow's and JAX's second registration
-# of a CUDA library's factory at start-up, torchrun's note that it has no error file of its own to copy into
-_ROUTINE_ERROR = r"Unable to register cu\w+ factory|\bno error file defined for parent\b"
+# glog's and absl's fatal header (`F0710 13:11:24.494246 34492 x.cc:408] `, absl's seconds since the epoch too), peeled
+# into a line's lead or left at its message's start: the process aborts on that line. (Not the error level: TensorFlow,
+# JAX and test runners log errors in runs that go on.)
+_FATAL_LEAD = r"^F\d{4} \d\d:\d\d:\d+(?:\.\d+)? "
+_FATAL_HEAD = r"^F\d{4} \d\d:\d\d:\d+(?:\.\d+)? +\d+ [\w./-]+:\d+\] "
 UNKNOWN = "unknown.no_evidence"
 _TIMEOUTS = ("nccl.watchdog_timeout", "nccl.gloo_timeout")
 # A rank that lost its peer only says another rank went away first (often after that rank's own timeout).
@@ -55,12 +53,11 @@ def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFr
         expr = expr.when(pl.col(f"_{i}")).then(pl.lit(p.id))
     pid = hits.select(pid=expr.otherwise(pl.lit(None, dtype=pl.String))).to_series()
     if "lead" in df.columns and any(p.id == ERROR_LINE for p in patterns):
-        # a line its logger marked as an error (`[ERROR] `, `- ERROR - `, glog's `F…] `), its level peeled off
-        # with the logger's columns, that no pattern names: an error line as if it said `Error:`
+        # a fatal line that no pattern names: an error line, as if it said `Error:`
         msg = pl.col("msg")
-        leveled = df.select((pl.col("lead").fill_null("").str.contains(_ERROR_LEVEL) | msg.str.contains(_ERROR_HEAD))
-                            & (msg.str.strip_chars() != "") & ~msg.str.contains(_ROUTINE_ERROR)).to_series()
-        pid = pl.select(pl.when(pid.is_null() & leveled).then(pl.lit(ERROR_LINE)).otherwise(pid)).to_series()
+        fatal = df.select((pl.col("lead").fill_null("").str.contains(_FATAL_LEAD) | msg.str.contains(_FATAL_HEAD))
+                          & (msg.str.strip_chars() != "")).to_series()
+        pid = pl.select(pl.when(pid.is_null() & fatal).then(pl.lit(ERROR_LINE)).otherwise(pid)).to_series()
     return df.with_columns(pid=pid)
 
 

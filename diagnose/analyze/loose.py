@@ -19,7 +19,7 @@ _NCCL_ORIGIN = regex.compile(grammar.NCCL_ORIGIN)
 # .netrc`): the program said it goes on; an error word in it names no failure (NCCL's `WARN` is its failure report,
 # a fallback of its own)
 _WARNING_LEVEL = regex.compile(r"\bWARN(?:ING)?\b|\[W(?:ARN(?:ING)?)?\]|^\[?W\d{4} \d\d:")
-_ERROR_WORDS = (ERROR_LINE, GENERIC)
+_ERROR_WORDS = (ERROR_LINE, GENERIC, "fallback.module_not_found")
 
 
 def loose_root(e: Event, ctx: JobContext) -> bool:
