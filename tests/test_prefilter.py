@@ -191,16 +191,3 @@ def test_two_processes_keep_what_one_keeps(mixed, monkeypatch):
         assert own.join(frame, on=["lineno", "line"], how="anti").height == 0
         assert frame.join(full, on=["lineno", "line"], how="anti").height == 0
 
-
-def test_newlines_counted_alike_with_or_without_numpy(monkeypatch):
-    """The hot spans' line numbers are the same whichever way the newlines are counted."""
-    from diagnose.read import scan_lines
-
-    rng = random.Random(3)
-    chunk = b"".join(rng.choice(FILL) for _ in range(60_000))
-    chunk += b"Traceback (most recent call last):\n" + b"".join(rng.choice(FILL) for _ in range(60_000))
-    blocks = scan.KeepPlan([p.regex for p in library.load(())]).block_filter()
-    fast = scan_lines.hot_spans(chunk, blocks)
-    monkeypatch.setattr(scan_lines, "_numpy", lambda: None)
-    assert scan_lines.hot_spans(chunk, blocks) == fast
-    assert fast[1] and fast[3] == chunk.count(b"\n") + 1

@@ -3,16 +3,11 @@ line numbers), split in Rust by polars' CSV reader."""
 from __future__ import annotations
 
 import io
-import threading
-from collections.abc import Callable
 
 import polars as pl
 
 from diagnose.read import scan_blocks
 from diagnose.read.prefilter import BlockFilter
-
-_np = None  # numpy, imported on the first chunk big enough to use it (its import is a tenth of a short run)
-_np_tried = False
 
 
 _CSV = dict(has_header=False, separator="\x1f", quote_char=None, encoding="utf8-lossy",
@@ -68,47 +63,16 @@ def hot_spans(data: bytes, blocks: BlockFilter | None) -> Part:
     starts: list[int] = []
     ends: list[int] = []
     k, at = 0, 0
-    count = newline_counter(data)
     for s, e in spans:  # each byte's newlines counted once: between spans, in them, after the last
-        k += count(at, s)
+        k += data.count(b"\n", at, s)
         starts.append(k)
-        ends.append(k + count(s, e) + 1)
+        ends.append(k + data.count(b"\n", s, e) + 1)
         k, at = ends[-1] - 1, e
-    total = k + count(at, len(data)) + 1
+    total = k + data.count(b"\n", at) + 1
     text = b"\n".join(data[s:e] for s, e in spans)
     if spans and text.count(b"\n") + 1 != sum(ends) - sum(starts):  # (never expected) the whole chunk
         return data, None, None, 0
     return text, starts, ends, total
-
-
-_local = threading.local()
-
-
-def _numpy():
-    """numpy where it is installed, else None (the newlines are then counted by bytes.count)."""
-    global _np, _np_tried
-    if not _np_tried:
-        _np_tried = True
-        try:
-            import numpy
-            _np = numpy
-        except ImportError:
-            pass
-    return _np
-
-
-def newline_counter(data: bytes) -> Callable[[int, int], int]:
-    """count(start, end): the newlines in data[start:end].  With numpy (the `fast` extra), one vector
-    compare of the chunk into a buffer kept per thread, then counts of its slices: four times faster
-    than bytes.count, the largest cost of a quiet chunk after the automaton.  (A fresh array per
-    chunk would cost as much as it saves, in page faults.)"""
-    if len(data) < 1 << 20 or _numpy() is None:
-        return lambda start, end: data.count(b"\n", start, end)
-    buf = getattr(_local, "buf", None)
-    if buf is None or len(buf) < len(data):
-        buf = _local.buf = _np.empty(max(len(data), scan_blocks.CHUNK_BYTES + scan_blocks.MAX_LINE), dtype=bool)
-    eq = _np.equal(_np.frombuffer(data, dtype=_np.uint8), 10, out=buf[: len(data)])
-    return lambda start, end: int(_np.count_nonzero(eq[start:end]))
 
 
 def lines_of(part: Part, first: int) -> tuple[pl.DataFrame, int]:
