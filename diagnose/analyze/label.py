@@ -28,9 +28,11 @@ UNKNOWN = "unknown.no_evidence"
 _TIMEOUTS = ("nccl.watchdog_timeout", "nccl.gloo_timeout")
 # A rank that lost its peer only says another rank went away first (often after that rank's own timeout).
 _PEER_GONE = ("nccl.peer_closed",)
+# A rank relaying the flight recorder's dump signal: another rank timed out.
+_RELAYS = ("nccl.timeout_dump_signal",)
 # Communication failures that name the rank that noticed, not the rank that failed (and a relay of another rank's
-# timeout: the flight recorder's dump signal).
-_WAITED = _TIMEOUTS + _PEER_GONE + ("nccl.timeout_dump_signal",)
+# timeout).
+_WAITED = _TIMEOUTS + _PEER_GONE + _RELAYS
 
 
 def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFrame:

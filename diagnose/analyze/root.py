@@ -9,7 +9,7 @@ from __future__ import annotations
 import regex
 
 from diagnose.analyze.context import JobContext
-from diagnose.analyze.label import GENERIC, _PEER_GONE, _TIMEOUTS, _WAITED
+from diagnose.analyze.label import GENERIC, _PEER_GONE, _RELAYS, _TIMEOUTS, _WAITED
 from diagnose.analyze.loose import loose_root
 from diagnose.analyze.summary_entries import in_summary_entry, killed_after_root_cause, named_by_summary
 from diagnose.model import Event, Frame, RootCause
@@ -208,7 +208,6 @@ _RETURN_CODE = regex.compile(r"exits with return code = (-?\d+)")
 
 # C++ exceptions that name no kind of failure, and how far below one a named failure is the same crash's
 _UNNAMED_ABORTS = ("unknown.cpp_exception",)
-_RELAYS = ("nccl.timeout_dump_signal",)  # a rank relaying the flight recorder's dump signal: another rank timed out
 _NEIGHBOURS = 6
 
 # a crash handler's report of a signal, and how far below it its backtrace's frames may be

@@ -72,16 +72,20 @@ class Pattern:
         return _compile(self.regex)  # compiled on first use: most runs never search in Python
 
     def search(self, text: str):
-        """Search with a time limit: a line that takes over a second counts as not matching."""
-        try:
-            return self.compiled.search(text, timeout=1.0)
-        except TimeoutError:
-            return None
+        return _search(self.regex, text)
 
 
 @lru_cache(maxsize=None)
 def _compile(rx: str) -> "regex.Pattern":
     return regex.compile(rx)
+
+
+def _search(rx: str, text: str):
+    """Search with a time limit: a line that takes over a second counts as not matching."""
+    try:
+        return _compile(rx).search(text, timeout=1.0)
+    except TimeoutError:
+        return None
 
 
 def builtin_dir() -> Path:
@@ -297,7 +301,7 @@ def _load(folders: tuple[str, ...]) -> tuple[Pattern, ...]:
         d = Path(folder)
         if not d.is_dir():
             raise PatternError(f"{d}: pattern folder not found")
-        # prefixes (normalize reads them) and hints (hints_for reads them) are no failure patterns
+        # prefixes (normalize reads them) and hints (hints() reads them) are no failure patterns
         paths = [p for p in sorted(d.glob("*.toml")) if p.name not in (PREFIX_FILE, HINTS_FILE)]
         # the built-in patterns are proven by the test suite; a user's are checked as they load
         found = (_load_builtin(d, paths) if d.resolve() == builtin_dir().resolve()
@@ -335,7 +339,7 @@ class Hint:
     near_misses: tuple[str, ...]
 
     def search(self, text: str):
-        return _compile(self.regex).search(text, timeout=1.0)
+        return _search(self.regex, text)
 
 
 @lru_cache(maxsize=1)

@@ -82,21 +82,7 @@ class _Hyperscan:
         return db
 
     def hot(self, windows: list, unicode: bool) -> list[bool]:
-        db, out = (self.db_utf8 if unicode else self.db), []
-        found = [False]
-
-        def stop(*_a) -> bool:
-            found[0] = True
-            return True  # stop at the first hit
-
-        for w in windows:
-            found[0] = False
-            try:
-                db.scan(w, match_event_handler=stop)
-            except self.hs.ScanTerminated:
-                found[0] = True
-            out.append(found[0])
-        return out
+        return [self.first_hit(w, unicode) is not None for w in windows]
 
     def first_hit(self, view, unicode: bool) -> int | None:
         """The end offset of the first match in view (Hyperscan reports matches in order of their
