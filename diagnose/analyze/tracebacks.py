@@ -82,6 +82,7 @@ def _walk(stream, rows, multi_stream_srcs, chains):
     state = "none"  # none | frames | exc
     prev_line = None
     linked = False  # a chain marker was seen after the last exception
+    first = len(chains)  # this stream's chains start here
     for r in rows:
         gap_ok = prev_line is None or r[_LINENO] - prev_line <= (64 if r[_SRC] in multi_stream_srcs else 1)
         text = r[_MSG]
@@ -139,7 +140,7 @@ def _walk(stream, rows, multi_stream_srcs, chains):
             elif not linked:
                 state = "none"
         prev_line = r[_LINENO]
-    for c in chains:
+    for c in chains[first:]:  # (not all streams' chains again: thousands of ranks made it quadratic)
         for b in c.blocks:
             if b.exception is None:
                 b.truncated = True

@@ -247,11 +247,32 @@ _GATES: dict[int, tuple] = {}
 
 
 def _text_gate(kinds: tuple[PrefixKind, ...]):
-    """All text-rank kinds as one regex: most messages name no rank, and one search says so (eleven did)."""
+    """All text-rank kinds as one regex, and the literals one of which each of their matches holds (None:
+    a kind has none): most messages name no rank, and a test of those literals says so (a flood's 50,000
+    lines spent a second in the regex alone)."""
     got = _GATES.get(id(kinds))
     if got is None or got[0] is not kinds:
-        got = _GATES[id(kinds)] = (kinds, regex.compile(_one_of(kinds)))
+        got = _GATES[id(kinds)] = (kinds, (regex.compile(_one_of(kinds)), _needed_literals(kinds)))
     return got[1]
+
+
+def _needed_literals(kinds: tuple[PrefixKind, ...]) -> tuple[str, ...] | None:
+    from re import _parser as sre
+
+    from diagnose.read.scan_literals import _minimal, _required
+
+    found: set[str] = set()
+    for k in kinds:
+        try:
+            tree = sre.parse(_NAMED.sub("(?:", k.regex))
+            # (no word is too common here: `rank` is what these kinds are about)
+            req = None if tree.state.flags & re.IGNORECASE else _required(list(tree), frozenset())
+        except Exception:  # noqa: BLE001  (syntax only the `regex` module reads: no gate)
+            return None
+        if not req or min(map(len, req)) < 3:
+            return None
+        found |= req
+    return tuple(sorted(_minimal(found)))
 
 
 _FAULTY: dict[int, tuple] = {}
@@ -270,7 +291,10 @@ def rank_in_text(message: str, faulty: bool = False) -> dict:
     kinds = load(table="text_rank")
     if faulty:  # asked of every line: a gate of those kinds alone, which almost never matches
         kinds = _faulty_kinds(kinds)
-    if not kinds or not _text_gate(kinds).search(message, timeout=0.5):
+    if not kinds:
+        return {}
+    gate, needed = _text_gate(kinds)
+    if needed is not None and not any(x in message for x in needed) or not gate.search(message, timeout=0.5):
         return {}
     for kind in kinds:
         if m := kind.compiled.search(message, timeout=0.5):
