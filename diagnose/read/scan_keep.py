@@ -17,18 +17,23 @@ import polars as pl
 from diagnose.read import grammar
 from diagnose.cache import cache_file, write_atomic
 from diagnose.read.prefilter import BlockFilter
-from diagnose.read.scan_literals import _alternation, _minimal, _required, gate_rank, loosen_anchors
+from diagnose.read.scan_literals import _alternation, _minimal, _required, gate_rank, loosen_anchors, loosen_repeats
 
 
 def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
     """What the scan keeps, as one plain (slow) expression: the reference KeepPlan is tested against."""
     line = pl.col("line")
-    pattern_regexes = [loosen_anchors(r) for r in pattern_regexes]
+    pattern_regexes = [_loosened(r) for r in pattern_regexes]
     # one contains per regex: a single alternation of them all outgrows Rust regex's size limit
     literal = pl.any_horizontal([line.str.contains(r) for r in [*grammar.KEEP_LITERAL, *grammar.KEEP_THIN, *pattern_regexes]])
     struct = line.str.contains(grammar.KEEP_STRUCT)
     near = struct.shift(1, fill_value=False) | struct.shift(2, fill_value=False)
     return literal | line.str.contains(grammar.KEEP_ANCHORED) | near
+
+
+def _loosened(rx: str) -> str:
+    """A pattern's regex as the scan tests it on raw lines: a superset (see loosen_anchors, loosen_repeats)."""
+    return loosen_repeats(loosen_anchors(rx))
 
 
 @functools.lru_cache(maxsize=8)
@@ -50,7 +55,7 @@ class KeepPlan:
     GROUP = 4
 
     def __init__(self, pattern_regexes: list[str]):
-        regexes = [*grammar.KEEP_LITERAL, *(loosen_anchors(r) for r in pattern_regexes)]
+        regexes = [*grammar.KEEP_LITERAL, *(_loosened(r) for r in pattern_regexes)]
         # Progress lines (the bulk of the literal hits in a long run) are found by their own test,
         # so they stay away from the per-literal gate below.
         self.thin = "|".join(f"(?:{r})" for r in grammar.KEEP_THIN)

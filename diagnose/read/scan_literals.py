@@ -159,3 +159,41 @@ def loosen_anchors(rx: str) -> str:
         out.append(c)
         i += 1
     return "".join(out)
+
+
+_LONG_REPEAT = 50
+
+
+def loosen_repeats(rx: str) -> str:
+    """rx with each bounded repeat of _LONG_REPEAT or more (`.{0,400}`, `(?:…){1,60}`) left unbounded above
+    (`.*`, `(?:…){1,}`), outside character classes.
+
+    A superset, as the scan needs (the pattern's own regex decides later): Rust's regex compiles a bounded
+    repeat into that many copies of its atom, which made compiling the pattern groups the bulk of
+    filtering a chunk's few hot lines."""
+    out, i, in_class, n = [], 0, False, len(rx)
+    while i < n:
+        c = rx[i]
+        if c == "\\":
+            out.append(rx[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]" or (out and out[-1] in ("[", "[^"))
+        elif c == "[":
+            in_class = True
+            if rx[i + 1:i + 2] == "^":
+                out.append("[^")
+                i += 2
+                continue
+        elif c == "{" and (m := _BOUNDED.match(rx, i)) and int(m["hi"]) >= _LONG_REPEAT:
+            lo = int(m["lo"] or 0)
+            out.append("*" if lo == 0 else f"{{{lo},}}")
+            i = m.end()
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+_BOUNDED = re.compile(r"\{(?P<lo>\d*),(?P<hi>\d+)\}")
