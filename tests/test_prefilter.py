@@ -191,3 +191,24 @@ def test_two_processes_keep_what_one_keeps(mixed, monkeypatch):
         assert own.join(frame, on=["lineno", "line"], how="anti").height == 0
         assert frame.join(full, on=["lineno", "line"], how="anti").height == 0
 
+
+
+@pytest.mark.parametrize("rx, loose", [
+    (r"Error: .{0,400}\b--x", r"Error: .*\b--x"),
+    (r"\[(?:'[^']{0,500}', ){1,60}?'--l", r"\[(?:'[^']*', ){1,}?'--l"),
+    (r"\d{1,7} rank", r"\d{1,7} rank"),  # short repeats stay
+    (r"[a{0,100}]\{0,100\}", r"[a{0,100}]\{0,100\}"),  # in a class, or escaped: no repeat
+])
+def test_long_repeats_are_loosened_for_the_scan(rx, loose):
+    from diagnose.read.scan_literals import loosen_repeats
+    assert loosen_repeats(rx) == loose
+
+
+def test_every_pattern_loosened_matches_its_own_examples():
+    """The scan tests a superset: a pattern's examples match its loosened regex too."""
+    import regex
+
+    from diagnose.read.scan_literals import loosen_repeats
+    for p in library.load():
+        rx = regex.compile(loosen_repeats(p.regex))
+        assert all(rx.search(e) for e in p.examples), p.id
