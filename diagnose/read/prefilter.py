@@ -55,24 +55,32 @@ class _Hyperscan:
 
         exprs = [("(?:^|\r)" + rx[1:] if ml and rx.startswith("^") else rx, ml) for rx, ml in exprs]
         exprs += [(r"\x00", False), (r"\x1f", False)]
-        self.hs = hs
+        self.hs, self.exprs = hs, exprs
         self.db = self._database(exprs, 0)
-        # Text with non-ASCII bytes is matched as UTF-8 (in bytes, a bounded `[^"]{1,500}` would count a
-        # character's bytes), each `\w`, `\d`, `\s` widened to any non-ASCII character too: a superset of
-        # the Unicode classes polars' regex reads them with.  Not Hyperscan's Unicode classes: with them
-        # the line shapes are too large to compile as written, and the prefiltering approximation it
-        # falls back to matched every window of a log with a progress bar in it.
-        self.db_utf8 = self._database(_widened(tuple(exprs)), hs.HS_FLAG_UTF8)
 
-    def _database(self, exprs: list[tuple[str, bool]], extra: int):
+    @functools.cached_property
+    def db_utf8(self):
+        """Text with non-ASCII bytes is matched as UTF-8 (in bytes, a bounded `[^"]{1,500}` would count a
+        character's bytes), each `\\w`, `\\d`, `\\s` widened to any non-ASCII character too: a superset of
+        the Unicode classes polars' regex reads them with.  Not Hyperscan's Unicode classes: with them
+        the line shapes are too large to compile as written, and the prefiltering approximation it
+        falls back to matched every window of a log with a progress bar in it.  Loaded when first needed
+        (an ASCII log never does)."""
+        return self._database(self.exprs, self.hs.HS_FLAG_UTF8, widen=True)
+
+    def _database(self, exprs: list[tuple[str, bool]], extra: int, widen: bool = False):
         hs = self.hs
-        cache = cache_file("hs", hs.__version__, exprs, extra, suffix=".db")
+        # (widened, keyed by the expressions as written and this module's code: widening costs more than loading)
+        key = (exprs, _own_code()) if widen else exprs
+        cache = cache_file("hs", hs.__version__, key, extra, suffix=".db")
         try:
             db = hs.loadb(cache.read_bytes(), hs.HS_MODE_BLOCK)
             db.scratch = hs.Scratch(db)
             return db
         except Exception:  # noqa: BLE001  (absent, stale or from another platform: compile)
             pass
+        if widen:
+            exprs = _widened(tuple(exprs))
         db = hs.Database(mode=hs.HS_MODE_BLOCK)
         flags = [hs.HS_FLAG_ALLOWEMPTY | hs.HS_FLAG_SINGLEMATCH | (hs.HS_FLAG_MULTILINE if ml else 0)
                  | hs.HS_FLAG_PREFILTER | extra for _, ml in exprs]
@@ -98,6 +106,11 @@ class _Hyperscan:
         except self.hs.ScanTerminated:
             pass
         return at[0]
+
+
+@functools.lru_cache(maxsize=1)
+def _own_code() -> bytes:
+    return open(__file__, "rb").read()
 
 
 _NON_ASCII = r"[^\x00-\x7f]"

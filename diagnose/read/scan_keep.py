@@ -55,11 +55,11 @@ class KeepPlan:
     GROUP = 4
 
     def __init__(self, pattern_regexes: list[str]):
-        regexes = [*grammar.KEEP_LITERAL, *(_loosened(r) for r in pattern_regexes)]
         # Progress lines (the bulk of the literal hits in a long run) are found by their own test,
         # so they stay away from the per-literal gate below.
         self.thin = "|".join(f"(?:{r})" for r in grammar.KEEP_THIN)
-        found = _analysis(tuple(regexes), tuple(grammar.KEEP_THIN))
+        found = _analysis(tuple(pattern_regexes), tuple(grammar.KEEP_LITERAL), tuple(grammar.KEEP_THIN))
+        regexes = found["regexes"]  # the structure's literal regexes, then each pattern's, loosened
         required = [set(r) if r is not None else None for r in found["required"]]
         # per pattern regex: the literals one of which a line must hold to match it (None: no such gate)
         self.pattern_gates = dict(zip(pattern_regexes, required[len(grammar.KEEP_LITERAL) : len(regexes)]))
@@ -197,17 +197,19 @@ def thin_timestamps(kept: pl.DataFrame) -> pl.DataFrame:
     return kept.filter(~t | ~t.shift(-1).over("src", "_pfx").fill_null(False) | ~t.shift(-1).fill_null(True))
 
 
-def _analysis(regexes: tuple[str, ...], thin: tuple[str, ...]) -> dict:
-    """The literals each regex needs (None: it has none to gate on), the regexes with none, and the minimal
-    literal sets: parsing ~600 regexes costs a tenth of a second per run, so the result is kept on disk,
-    keyed by the regexes and by this code (a change to either computes it afresh)."""
+def _analysis(patterns: tuple[str, ...], literal: tuple[str, ...], thin: tuple[str, ...]) -> dict:
+    """The regexes the scan runs (`literal`, then each pattern's loosened), the literals each needs (None: it
+    has none to gate on), the regexes with none, and the minimal literal sets: loosening and parsing ~600
+    regexes costs a tenth of a second per run, so the result is kept on disk, keyed by the regexes and by
+    this code (a change to either computes it afresh)."""
     code = [Path(m.__file__).read_bytes() for m in (sys.modules[__name__], sys.modules[_required.__module__])]
-    path = cache_file("plan", regexes, thin, code, suffix=".json")
+    path = cache_file("plan", patterns, literal, thin, code, suffix=".json")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         pass
-    found = _analyse(regexes, thin)
+    regexes = (*literal, *(_loosened(r) for r in patterns))
+    found = {"regexes": list(regexes), **_analyse(regexes, thin)}
     write_atomic(path, json.dumps(found).encode())
     return found
 
