@@ -48,12 +48,20 @@ def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFr
     if not ordered:
         return df.with_columns(pid=pl.lit(None, dtype=pl.String))
     # every regex in one select (polars runs them on all cores), then the first hit in priority order
-    # (a when/then chain over the regexes themselves runs them one after another)
-    hits = df.select(pl.col("msg").str.contains(p.regex).alias(f"_{i}") for i, p in enumerate(ordered))
+    # (a when/then chain over the regexes themselves runs them one after another); a flood that repeats
+    # its messages has each distinct one matched once
+    msgs = df.select("msg")
+    uniq = msgs.unique() if df.height > 1000 else msgs
+    repeats = uniq.height * 2 < df.height
+    texts = uniq if repeats else msgs
+    hits = texts.select(pl.col("msg").str.contains(p.regex).alias(f"_{i}") for i, p in enumerate(ordered))
     expr = pl.when(pl.col("_0")).then(pl.lit(ordered[0].id))
     for i, p in enumerate(ordered[1:], 1):
         expr = expr.when(pl.col(f"_{i}")).then(pl.lit(p.id))
     pid = hits.select(pid=expr.otherwise(pl.lit(None, dtype=pl.String))).to_series()
+    if repeats:
+        table = texts.with_columns(pid)
+        pid = msgs.join(table, on="msg", how="left", maintain_order="left", nulls_equal=True).get_column("pid")
     if "lead" in df.columns and any(p.id == ERROR_LINE for p in patterns):
         # a fatal line that no pattern names: an error line, as if it said `Error:`
         msg = pl.col("msg")

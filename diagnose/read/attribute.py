@@ -10,6 +10,7 @@ traceback: those lines take the facts of the line above them.
 """
 from __future__ import annotations
 
+import copy
 import re
 
 import polars as pl
@@ -26,7 +27,7 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
     kinds = normalize.load()
     timed = {k.id for k in kinds if "(?P<time>" in k.regex}
     cols: dict[str, list] = {c: [] for c in ("msg", "lead", "_rank", "_local", "_task", "_host", "_pid", "tstext", "_key", "_tee", "record", "stamp")}
-    peeled = [normalize.peel(line or "", kinds) for line in frame.get_column("line").to_list()]
+    peeled = _peel_all(frame.get_column("line").to_list(), kinds)
     srcs = frame.get_column("src").to_list()
     _peel_learned(srcs, peeled, kinds)
     stamped = _stamped_sources(srcs, peeled, timed)
@@ -69,6 +70,21 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
         stream=pl.concat_str([pl.col("src").cast(pl.String), pl.col("_key")], separator="|"),
     )
     return df.drop("_rank", "_local", "_task", "_host", "_pid", "_key", "_tee", "pid", "tid", "dev")
+
+
+def _peel_all(lines: list, kinds) -> list[normalize.Normalized]:
+    """Each line peeled; a line repeated word for word (a flood from many ranks, the same frames in every
+    traceback) is peeled once and copied (each line's copy is its own: later steps change them one by one)."""
+    done: dict[str, normalize.Normalized] = {}
+    out = []
+    for line in lines:
+        line = line or ""
+        if (n := done.get(line)) is None:
+            n = done[line] = normalize.peel(line, kinds)
+            out.append(n)
+        else:
+            out.append(copy.copy(n))
+    return out
 
 
 def _peel_learned(srcs: list, peeled: list, kinds) -> None:

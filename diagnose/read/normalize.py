@@ -288,9 +288,18 @@ def _faulty_kinds(kinds: tuple[PrefixKind, ...]) -> tuple[PrefixKind, ...]:
 def rank_in_text(message: str, faulty: bool = False) -> dict:
     """Facts a message states in its text (`mpirun noticed that process rank 7 … on node n3`), or {};
     faulty: only a rank the text names as the one that failed, another than the line's writer."""
+    return dict(_said(message, faulty))
+
+
+@lru_cache(maxsize=16384)  # a flood repeats its messages from every rank
+def _said(message: str, faulty: bool) -> tuple:
     kinds = load(table="text_rank")
     if faulty:  # asked of every line: a gate of those kinds alone, which almost never matches
         kinds = _faulty_kinds(kinds)
+    return tuple(_rank_in_text(message, kinds).items())
+
+
+def _rank_in_text(message: str, kinds: tuple[PrefixKind, ...]) -> dict:
     if not kinds:
         return {}
     gate, needed = _text_gate(kinds)
