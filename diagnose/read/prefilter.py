@@ -55,18 +55,15 @@ class _Hyperscan:
 
         exprs = [("(?:^|\r)" + rx[1:] if ml and rx.startswith("^") else rx, ml) for rx, ml in exprs]
         exprs += [(r"\x00", False), (r"\x1f", False)]
-        self.hs, self.exprs = hs, exprs
+        self.hs = hs
         self.db = self._database(exprs, 0)
-
-    @functools.cached_property
-    def db_utf8(self):
-        """Text with non-ASCII bytes is matched as UTF-8 (in bytes, a bounded `[^"]{1,500}` would count a
-        character's bytes), each `\\w`, `\\d`, `\\s` widened to any non-ASCII character too: a superset of
-        the Unicode classes polars' regex reads them with.  Not Hyperscan's Unicode classes: with them
-        the line shapes are too large to compile as written, and the prefiltering approximation it
-        falls back to matched every window of a log with a progress bar in it.  Loaded when first needed
-        (an ASCII log never does)."""
-        return self._database(self.exprs, self.hs.HS_FLAG_UTF8, widen=True)
+        # Text with non-ASCII bytes is matched as UTF-8 (in bytes, a bounded `[^"]{1,500}` would count a
+        # character's bytes), each `\w`, `\d`, `\s` widened to any non-ASCII character too: a superset of
+        # the Unicode classes polars' regex reads them with.  Not Hyperscan's Unicode classes: with them
+        # the line shapes are too large to compile as written, and the prefiltering approximation it
+        # falls back to matched every window of a log with a progress bar in it.  (Loaded here, before a
+        # helper process forks: loaded later, in each process, it cost 30 MB more at the peak.)
+        self.db_utf8 = self._database(exprs, hs.HS_FLAG_UTF8, widen=True)
 
     def _database(self, exprs: list[tuple[str, bool]], extra: int, widen: bool = False):
         hs = self.hs
