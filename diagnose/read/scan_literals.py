@@ -133,12 +133,9 @@ def _alternation(literals: set[str]) -> str:
 _MESSAGE_START = r"(?:^|[\s:\]>|)]|\x1b\[[0-9;]*m)"
 
 
-def loosen_anchors(rx: str) -> str:
-    """rx with each `^` (outside a character class) also matching after a space, colon, bracket or colour.
-
-    Patterns run on a line's message, its wrapper prefixes peeled (`node03: `, `Dec 05 12:00:00 `), but
-    the scan tests the raw line, where the message does not start the line: a superset is what the
-    scan needs, and the pattern's own regex decides on the message later."""
+def _rewrite(rx: str, outside) -> str:
+    """rx with each character outside a character class (not escaped) replaced by what `outside(rx, i)` gives:
+    None keeps it, else (text, where to go on)."""
     out, i, in_class = [], 0, False
     while i < len(rx):
         c = rx[i]
@@ -154,11 +151,22 @@ def loosen_anchors(rx: str) -> str:
                 out.append("[^")
                 i += 2
                 continue
-        elif c == "^":
-            c = _MESSAGE_START
+        elif (got := outside(rx, i)) is not None:
+            out.append(got[0])
+            i = got[1]
+            continue
         out.append(c)
         i += 1
     return "".join(out)
+
+
+def loosen_anchors(rx: str) -> str:
+    """rx with each `^` (outside a character class) also matching after a space, colon, bracket or colour.
+
+    Patterns run on a line's message, its wrapper prefixes peeled (`node03: `, `Dec 05 12:00:00 `), but
+    the scan tests the raw line, where the message does not start the line: a superset is what the
+    scan needs, and the pattern's own regex decides on the message later."""
+    return _rewrite(rx, lambda s, i: (_MESSAGE_START, i + 1) if s[i] == "^" else None)
 
 
 _LONG_REPEAT = 50
@@ -171,29 +179,13 @@ def loosen_repeats(rx: str) -> str:
     A superset, as the scan needs (the pattern's own regex decides later): Rust's regex compiles a bounded
     repeat into that many copies of its atom, which made compiling the pattern groups the bulk of
     filtering a chunk's few hot lines."""
-    out, i, in_class, n = [], 0, False, len(rx)
-    while i < n:
-        c = rx[i]
-        if c == "\\":
-            out.append(rx[i:i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]" or (out and out[-1] in ("[", "[^"))
-        elif c == "[":
-            in_class = True
-            if rx[i + 1:i + 2] == "^":
-                out.append("[^")
-                i += 2
-                continue
-        elif c == "{" and (m := _BOUNDED.match(rx, i)) and int(m["hi"]) >= _LONG_REPEAT:
-            lo = int(m["lo"] or 0)
-            out.append("*" if lo == 0 else f"{{{lo},}}")
-            i = m.end()
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+    def unbound(s: str, i: int):
+        if s[i] != "{" or not (m := _BOUNDED.match(s, i)) or int(m["hi"]) < _LONG_REPEAT:
+            return None
+        lo = int(m["lo"] or 0)
+        return ("*" if lo == 0 else f"{{{lo},}}"), m.end()
+
+    return _rewrite(rx, unbound)
 
 
 _BOUNDED = re.compile(r"\{(?P<lo>\d*),(?P<hi>\d+)\}")
