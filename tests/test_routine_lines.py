@@ -98,6 +98,20 @@ HEALTHY = {
         "[2024-05-01 10:00:10] WARNING: tokenizing with 64 workers raised MemoryError: falling back to 8 workers\n"
         + _STEPS
     ),
+    # a status code in an info-level record (a checkpoint not there yet; a runtime retrying its device)
+    "status_code_at_info_level": (
+        "2023-10-27 14:18:44.000000: I tensorflow/core/platform/cloud/gcs_file_system.cc:100] Status: NOT_FOUND: "
+        "gs://bucket/ckpt/checkpoint; will start from scratch\n"
+        "I0000 00:00:1714557600.000000  12345 tpu_initializer.cc:100] Attempt (1) UNAVAILABLE: TPU driver busy, "
+        "retrying in 5s\n" + _STEPS
+    ),
+    # a trainer that skips a batch whose loss is NaN, and one that goes back to its last checkpoint
+    "nan_loss_skipped": (
+        "WARNING: NaN loss detected, skipping this batch\n"
+        "[2024-05-01 10:00:00] INFO - nan loss detected at step 101 (count=1/5), reverting to last checkpoint\n" + _STEPS
+    ),
+    # DeepEP's timeout as configured, not as reached
+    "deepep_timeout_setting": "DeepEP dispatch timeout set to 100 s\n" + _STEPS,
     # TensorFlow and JAX at start-up, at error level: a CUDA library's factory registered twice
     "cuda_factory_registered_twice": (
         "E0000 00:00:1712345678.123456   12345 cuda_dnn.cc:8310] Unable to register cuDNN factory: Attempting to "
@@ -230,3 +244,29 @@ def test_a_warning_before_a_real_failure_does_not_take_its_root(write):
 def test_a_fatal_line_no_pattern_names_is_named_with_low_confidence(write, line):
     root = diagnose([write("job.log", _STEPS + line + "\n")]).root_cause
     assert root is not None and root.pattern == "fallback.error_line" and root.confidence == "low"
+
+
+def test_a_spawned_workers_abort_does_not_take_the_root_of_its_own_error(write):
+    """mp.spawn's parent reports a worker's SIGABRT after the worker's own error: that error is the root."""
+    d = diagnose([write("spawn.log", (
+        "terminate called after throwing an instance of 'c10::Error'\n"
+        "  what():  CUDA error: out of memory\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 200, in <module>\n'
+        "    mp.spawn(main, nprocs=2)\n"
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/multiprocessing/spawn.py", line 158, in join\n'
+        "    raise ProcessExitedException(\n"
+        "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT\n"
+    ))])
+    assert d.root_cause.category == "oom", d.root_cause
+
+
+def test_an_info_level_status_does_not_take_a_later_failures_root(write):
+    d = diagnose([write("xla.log", (
+        "2024-05-01 10:00:01.000000: I tensorflow/core/platform/cloud/gcs_file_system.cc:100] Status: NOT_FOUND: "
+        "gs://bucket/ckpt/checkpoint; will start from scratch\n"
+        "step 10 loss 2.0\n"
+        "2024-05-01 10:10:00.000000: E tensorflow/compiler/xla/xla_client/xla_util.cc:90]   (0) INTERNAL: the device "
+        "program aborted\n"
+    ))])
+    assert "(0) INTERNAL" in d.root_cause.message, d.root_cause

@@ -83,7 +83,8 @@ def _peel_all(lines: list, kinds) -> list[normalize.Normalized]:
             n = done[line] = normalize.peel(line, kinds)
             out.append(n)
         else:
-            out.append(copy.copy(n))
+            out.append(c := copy.copy(n))
+            c.kinds = list(n.kinds)  # (its own list: nothing may change one line's through another's)
     return out
 
 

@@ -257,9 +257,8 @@ def _text_gate(kinds: tuple[PrefixKind, ...]):
 
 
 def _needed_literals(kinds: tuple[PrefixKind, ...]) -> tuple[str, ...] | None:
-    from re import _parser as sre
-
-    from diagnose.read.scan_literals import _minimal, _required
+    """Literals one of which every match of every kind holds (scan_literals' analysis of the regexes), or None."""
+    from diagnose.read.scan_literals import _minimal, _required, sre
 
     found: set[str] = set()
     for k in kinds:
@@ -288,7 +287,12 @@ def _faulty_kinds(kinds: tuple[PrefixKind, ...]) -> tuple[PrefixKind, ...]:
 def rank_in_text(message: str, faulty: bool = False) -> dict:
     """Facts a message states in its text (`mpirun noticed that process rank 7 … on node n3`), or {};
     faulty: only a rank the text names as the one that failed, another than the line's writer."""
+    if len(message) > _SHORT:
+        return dict(_said.__wrapped__(message, faulty))
     return dict(_said(message, faulty))
+
+
+_SHORT = 512  # longer messages are not kept in the cache (a library user's process keeps it)
 
 
 @lru_cache(maxsize=16384)  # a flood repeats its messages from every rank
@@ -303,7 +307,7 @@ def _rank_in_text(message: str, kinds: tuple[PrefixKind, ...]) -> dict:
     if not kinds:
         return {}
     gate, needed = _text_gate(kinds)
-    if needed is not None and not any(x in message for x in needed) or not gate.search(message, timeout=0.5):
+    if (needed is not None and not any(x in message for x in needed)) or not gate.search(message, timeout=0.5):
         return {}
     for kind in kinds:
         if m := kind.compiled.search(message, timeout=0.5):

@@ -25,6 +25,7 @@ import bisect
 import functools
 import os
 import re
+from pathlib import Path
 
 import polars as pl
 
@@ -77,7 +78,7 @@ class _Hyperscan:
         except Exception:  # noqa: BLE001  (absent, stale or from another platform: compile)
             pass
         if widen:
-            exprs = _widened(tuple(exprs))
+            exprs = [(widen_classes(rx), ml) for rx, ml in exprs]
         db = hs.Database(mode=hs.HS_MODE_BLOCK)
         flags = [hs.HS_FLAG_ALLOWEMPTY | hs.HS_FLAG_SINGLEMATCH | (hs.HS_FLAG_MULTILINE if ml else 0)
                  | hs.HS_FLAG_PREFILTER | extra for _, ml in exprs]
@@ -107,15 +108,10 @@ class _Hyperscan:
 
 @functools.lru_cache(maxsize=1)
 def _own_code() -> bytes:
-    return open(__file__, "rb").read()
+    return Path(__file__).read_bytes()
 
 
 _NON_ASCII = r"[^\x00-\x7f]"
-
-
-@functools.lru_cache(maxsize=4)
-def _widened(exprs: tuple[tuple[str, bool], ...]) -> list[tuple[str, bool]]:
-    return [(widen_classes(rx), ml) for rx, ml in exprs]  # (once a process: a short log's scan cost 12 ms more)
 
 
 def widen_classes(rx: str) -> str:

@@ -17,7 +17,7 @@ import polars as pl
 from diagnose.read import grammar
 from diagnose.cache import cache_file, write_atomic
 from diagnose.read.prefilter import BlockFilter
-from diagnose.read.scan_literals import _alternation, _minimal, _required, gate_rank, loosen_anchors, loosen_repeats
+from diagnose.read.scan_literals import _alternation, _minimal, _required, gate_rank, loosen_anchors, loosen_repeats, sre
 
 
 def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
@@ -215,8 +215,6 @@ def _analysis(patterns: tuple[str, ...], literal: tuple[str, ...], thin: tuple[s
 
 
 def _analyse(regexes: tuple[str, ...], thin: tuple[str, ...]) -> dict:
-    from re import _parser as sre
-
     lits: set[str] = set()
     unanchored: list[str] = []  # no usable literal: run on every line
     required: list[set[str] | None] = []

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import re
 
+try:  # Python's own regex parser and its opcodes (named so since 3.11)
+    from re import _constants as C, _parser as sre  # noqa: N812
+except ImportError:  # pragma: no cover  (Python 3.10)
+    import sre_constants as C  # noqa: N812
+    import sre_parse as sre
+
 
 _EXPAND = 64  # a finite piece of a regex is spelled out when it has at most this many strings
 
 
 def _finite(op, av) -> set[str] | None:
     """The strings one parsed regex node matches, when they are few (None: infinite, or too many)."""
-    from re import _constants as C  # noqa: N812
 
     if op is C.LITERAL:
         return {chr(av)}
@@ -66,7 +71,6 @@ def _required(nodes, avoid: frozenset[str] | None = None) -> set[str] | None:
 
     Consecutive finite pieces are spelled out (`grad norm: (?:nan|inf)` → both full strings), so a
     gate literal is as specific as the regex allows and common log text does not open the gate."""
-    from re import _constants as C  # noqa: N812
 
     best: set[str] | None = None
     run: set[str] = {""}
