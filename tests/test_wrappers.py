@@ -36,6 +36,8 @@ WRAPPERS = {
     "pdsh": _per_line(lambda i, ln: f"node03: {ln}"),
     # moreutils `ts`, syslog and journald
     "ts": _per_line(lambda i, ln: f"Dec 05 {_clock(i)} {ln}"),
+    # `kubectl logs --timestamps`: RFC 3339 time, nanoseconds, on every line (blank ones too)
+    "kubectl_ts": _per_line(lambda i, ln: f"2024-05-01T{_clock(i)}.{i % 1000:03d}456789Z {ln}"),
     # cloud log viewers that export each line with its ISO time in brackets
     "bracket_iso": _per_line(lambda i, ln: f"[2024-05-01T{_clock(i)}.123Z] {ln}"),
     # colours a terminal or logger added, on error lines and some others
@@ -50,17 +52,18 @@ WRAPPERS = {
     "wrap80": _per_line(lambda i, ln: "\n".join(ln[k:k + 80] for k in range(0, len(ln), 80)) or ln),
     # a paste through a web form or editor that put a blank line after every line
     "double": lambda text: text.replace("\n", "\n\n"),
-    # columns no prefix rule names, learned from the file (read/learned_prefix.py): a job platform's stream
-    # column, a pod's name, journald's host and unit, a tab after a time
-    "stream_column": _per_line(lambda i, ln: f"[stderr] {ln}"),
+    # `kubectl logs --prefix`: the pod and container
     "pod_column": _per_line(lambda i, ln: f"[pod/trainer-worker-0/pytorch] {ln}"),
+    # columns no prefix rule names, learned from the file (read/learned_prefix.py): a job platform's stream
+    # column, journald's host and unit, a tab after a time
+    "stream_column": _per_line(lambda i, ln: f"[stderr] {ln}"),
     "journald": _per_line(lambda i, ln: f"Dec 05 {_clock(i)} node03 python[4242]: {ln}"),
     "tab_time": _per_line(lambda i, ln: f"{_clock(i)}\t{ln}"),
 }
 LEARNED_LIMIT = 10
 # the columns no rule names: a short log (under learned_prefix.MIN_LINES kept lines) shows too little to learn
 # them from, and keeps only what the scan's own shapes find behind them
-_LEARNED = {"stream_column", "pod_column", "journald", "tab_time"}
+_LEARNED = {"stream_column", "journald", "tab_time"}
 
 # real logs of many launchers and failure kinds (a sample of the corpus: every case in the slow run)
 SAMPLE = ["c122", "c307", "c319", "c616", "e109", "g104", "g211", "g313"]

@@ -17,7 +17,7 @@ import polars as pl
 from diagnose.read import grammar
 from diagnose.cache import cache_file, write_atomic
 from diagnose.read.prefilter import BlockFilter
-from diagnose.read.scan_literals import _alternation, _minimal, _required, gate_rank, loosen_anchors, loosen_repeats, sre
+from diagnose.read.scan_literals import _alternation, _minimal, _required, gate_rank, loosen_anchors, loosen_colours, loosen_repeats, sre
 
 
 def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
@@ -32,8 +32,9 @@ def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
 
 
 def _loosened(rx: str) -> str:
-    """A pattern's regex as the scan tests it on raw lines: a superset (see loosen_anchors, loosen_repeats)."""
-    return loosen_repeats(loosen_anchors(rx))
+    """A pattern's regex as the scan tests it on raw lines: a superset (see loosen_anchors, loosen_colours,
+    loosen_repeats)."""
+    return loosen_repeats(loosen_colours(loosen_anchors(rx)))
 
 
 @functools.lru_cache(maxsize=8)

@@ -138,14 +138,15 @@ _MESSAGE_START = r"(?:^|[\s:\]>|)]|\x1b\[[0-9;]*m)"
 
 
 def _rewrite(rx: str, outside) -> str:
-    """rx with each character outside a character class (not escaped) replaced by what `outside(rx, i)` gives:
-    None keeps it, else (text, where to go on)."""
+    """rx with each character or escape outside a character class replaced by what `outside(rx, i)` gives: None
+    keeps it, else (text, where to go on)."""
     out, i, in_class = [], 0, False
     while i < len(rx):
         c = rx[i]
         if c == "\\":
-            out.append(rx[i:i + 2])
-            i += 2
+            got = None if in_class else outside(rx, i)
+            out.append(rx[i:i + 2] if got is None else got[0])
+            i += 2 if got is None else got[1] - i
             continue
         if in_class:
             in_class = c != "]" or (out and out[-1] in ("[", "[^"))
@@ -162,6 +163,23 @@ def _rewrite(rx: str, outside) -> str:
         out.append(c)
         i += 1
     return "".join(out)
+
+
+_COLOUR = r"\x1b\[[0-9;]*m"
+
+
+def loosen_colours(rx: str) -> str:
+    """rx with each word boundary and line end also met at a terminal colour's escape (`\x1b[36mSegmentation fault:
+    11\x1b[0m`): the scan tests raw lines, where a colour's `m` runs into the word after it; the pattern's own regex
+    reads the message later, its colours taken out."""
+    def at_colour(s: str, i: int):
+        if s.startswith("\\b", i):
+            return f"(?:\\b|{_COLOUR})", i + 2
+        if s[i] == "$":
+            return f"(?:{_COLOUR}|\\s)*$", i + 1
+        return None
+
+    return _rewrite(rx, at_colour)
 
 
 def loosen_anchors(rx: str) -> str:
