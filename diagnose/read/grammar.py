@@ -23,7 +23,8 @@ PREFIX_PLAIN = (
 
 # Wrappers a shell tool or log viewer puts before everything else on a line, launcher prefixes included:
 # a reply's quote marks, a paste's line numbers (`cat -n`), ANSI colour, `ts`/syslog stamps, container
-# runtime and cloud stamps (`2024-05-01T10:00:00.1Z `), pdsh hosts (`node03: `), docker compose's containers (`trainer-1  | `).
+# runtime and cloud stamps (`2024-05-01T10:00:00.1Z `), pdsh hosts (`node03: `), kubectl's pods (`[pod/w-0/main] `),
+# docker compose's containers (`trainer-1  | `).
 # Only the scan's anchored shapes allow them (normalize peels them, and more, for everything after); they
 # are no part of a stream's key.  The raw-bytes automaton gets the shapes without compose's (both together
 # tripled its time on the shapes): a traceback's window is hot by its literals (`Traceback`, `Error`), and
@@ -34,6 +35,7 @@ WRAP_PLAIN = (
     r"(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?"
     r"|\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)\]?(?: std(?:out|err) [FP])?"
     r"|(?:\d{1,3}\.){3}\d{1,3}:|[A-Za-z][A-Za-z0-9_-]{0,30}[0-9]{1,4}(?:\.[A-Za-z0-9_-]{1,20}){0,3}:"
+    r"|\[pod/[a-z0-9][a-z0-9.-]{0,252}/[a-z0-9][a-z0-9-]{0,62}\]"
     r") )?(?:\x1b\[[0-9;]*m)*"
 )
 WRAP_FULL = r"(?:[a-z][\w.-]{0,40}[-_]\d{1,3} {1,20}\| )?" + WRAP_PLAIN
