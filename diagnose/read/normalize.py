@@ -258,16 +258,12 @@ def _text_gate(kinds: tuple[PrefixKind, ...]):
 
 def _needed_literals(kinds: tuple[PrefixKind, ...]) -> tuple[str, ...] | None:
     """Literals one of which every match of every kind holds (scan_literals' analysis of the regexes), or None."""
-    from diagnose.read.scan_literals import _minimal, _required, sre
+    from diagnose.read.scan_literals import _minimal, needed_literals
 
     found: set[str] = set()
     for k in kinds:
-        try:
-            tree = sre.parse(_NAMED.sub("(?:", k.regex))
-            # (no word is too common here: `rank` is what these kinds are about)
-            req = None if tree.state.flags & re.IGNORECASE else _required(list(tree), frozenset())
-        except Exception:  # noqa: BLE001  (syntax only the `regex` module reads: no gate)
-            return None
+        # (no word is too common here: `rank` is what these kinds are about)
+        req = needed_literals(_NAMED.sub("(?:", k.regex), frozenset())
         if not req or min(map(len, req)) < 3:
             return None
         found |= req
@@ -287,20 +283,18 @@ def _faulty_kinds(kinds: tuple[PrefixKind, ...]) -> tuple[PrefixKind, ...]:
 def rank_in_text(message: str, faulty: bool = False) -> dict:
     """Facts a message states in its text (`mpirun noticed that process rank 7 … on node n3`), or {};
     faulty: only a rank the text names as the one that failed, another than the line's writer."""
-    if len(message) > _SHORT:
-        return dict(_said.__wrapped__(message, faulty))
-    return dict(_said(message, faulty))
+    return dict((_said if len(message) <= _SHORT else _says)(message, faulty))
 
 
-_SHORT = 512  # longer messages are not kept in the cache (a library user's process keeps it)
-
-
-@lru_cache(maxsize=16384)  # a flood repeats its messages from every rank
-def _said(message: str, faulty: bool) -> tuple:
+def _says(message: str, faulty: bool) -> tuple:
     kinds = load(table="text_rank")
     if faulty:  # asked of every line: a gate of those kinds alone, which almost never matches
         kinds = _faulty_kinds(kinds)
     return tuple(_rank_in_text(message, kinds).items())
+
+
+_SHORT = 512  # longer messages are not kept in the cache (a library user's process keeps it)
+_said = lru_cache(maxsize=16384)(_says)  # a flood repeats its messages from every rank
 
 
 def _rank_in_text(message: str, kinds: tuple[PrefixKind, ...]) -> dict:

@@ -17,7 +17,9 @@ import polars as pl
 from diagnose.read import grammar
 from diagnose.cache import cache_file, write_atomic
 from diagnose.read.prefilter import BlockFilter
-from diagnose.read.scan_literals import _alternation, _minimal, _required, gate_rank, loosen_anchors, loosen_colours, loosen_repeats, sre
+from diagnose.read.scan_literals import (
+    _alternation, _minimal, _required, gate_rank, loosen_anchors, loosen_colours, loosen_repeats, needed_literals,
+)
 
 
 def keep_expr(pattern_regexes: list[str]) -> pl.Expr:
@@ -220,13 +222,9 @@ def _analyse(regexes: tuple[str, ...], thin: tuple[str, ...]) -> dict:
     unanchored: list[str] = []  # no usable literal: run on every line
     required: list[set[str] | None] = []
     for rx in [*regexes, *thin]:
-        try:
-            tree = sre.parse(rx)
-            # (the progress-line test gates on its own word, `iteration`: those lines are its business)
-            avoid = frozenset() if rx in thin else None
-            req = None if tree.state.flags & 2 else _required(list(tree), avoid)  # 2 = re.IGNORECASE
-        except Exception:  # noqa: BLE001  (a construct Python's parser lacks: be safe)
-            req = None
+        # (the progress-line test gates on its own word, `iteration`: those lines are its business)
+        avoid = frozenset() if rx in thin else None
+        req = needed_literals(rx, avoid)
         # a literal of 3 characters or more that is no word of every progress line: a gate; else
         # the regex itself goes to the automaton (which matches it as cheaply as a literal)
         if req and gate_rank(req, avoid) >= 3:

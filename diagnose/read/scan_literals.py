@@ -16,7 +16,6 @@ _EXPAND = 64  # a finite piece of a regex is spelled out when it has at most thi
 
 def _finite(op, av) -> set[str] | None:
     """The strings one parsed regex node matches, when they are few (None: infinite, or too many)."""
-
     if op is C.LITERAL:
         return {chr(av)}
     if op is C.IN:
@@ -66,12 +65,21 @@ def _finite_seq(nodes) -> set[str] | None:
     return out
 
 
+def needed_literals(rx: str, avoid: frozenset[str] | None = None) -> set[str] | None:
+    """Literal strings one of which every match of the regex rx contains (see _required), or None: none known,
+    a case-insensitive regex, or a construct Python's parser lacks (the `regex` module's own)."""
+    try:
+        tree = sre.parse(rx)
+        return None if tree.state.flags & re.IGNORECASE else _required(list(tree), avoid)
+    except Exception:  # noqa: BLE001  (be safe: no gate)
+        return None
+
+
 def _required(nodes, avoid: frozenset[str] | None = None) -> set[str] | None:
     """Literal strings one of which every match of the parsed regex `nodes` contains (None: unknown).
 
     Consecutive finite pieces are spelled out (`grad norm: (?:nan|inf)` → both full strings), so a
     gate literal is as specific as the regex allows and common log text does not open the gate."""
-
     best: set[str] | None = None
     run: set[str] = {""}
 
@@ -146,7 +154,7 @@ def _rewrite(rx: str, outside) -> str:
         if c == "\\":
             got = None if in_class else outside(rx, i)
             out.append(rx[i:i + 2] if got is None else got[0])
-            i += 2 if got is None else got[1] - i
+            i = i + 2 if got is None else got[1]
             continue
         if in_class:
             in_class = c != "]" or (out and out[-1] in ("[", "[^"))
