@@ -240,6 +240,9 @@ def test_a_warning_before_a_real_failure_does_not_take_its_root(write):
     "F0710 13:11:24.494246 34492 grpc_client.cc:408] GetRPC name:[emb_query.block0], ep:[10.90.104.41:62003], "
     "status:[-1] meets grpc error, error_code:14 error_message:Socket closed error_details:",
     "F0000 00:00:1718186460.123456   4242 pjrt_client.cc:99] the coordination service went away",
+    # Python logging's default format at the error level, its level peeled with the logger's name
+    # (https://github.com/EleutherAI/gpt-neox/issues/757)
+    "ERROR:root:NeoXArgs.calculate_derived() (global_num_gpus / pp_size) / mp_size [(4 / 4) / 2",
 ])
 def test_a_fatal_line_no_pattern_names_is_named_with_low_confidence(write, line):
     root = diagnose([write("job.log", _STEPS + line + "\n")]).root_cause
@@ -270,3 +273,20 @@ def test_an_info_level_status_does_not_take_a_later_failures_root(write):
         "program aborted\n"
     ))])
     assert "(0) INTERNAL" in d.root_cause.message, d.root_cause
+
+
+def test_an_info_level_logger_line_is_no_error(write):
+    assert diagnose([write("job.log", "INFO:root:NeoXArgs.calculate_derived() Total number of GPUs determined to be: 4\n"
+                                      + _STEPS)]).root_cause is None
+
+
+def test_a_process_that_says_it_is_alone_is_rank_0(write):
+    """LAVIS's init prints `(rank 0, world 1)`: one process in all, whatever error it then meets."""
+    d = diagnose([write("job.log", (
+        "| distributed init (rank 0, world 1): env://\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 85, in main\n'
+        "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable MASTER_ADDR "
+        "expected, but not set\n"
+    ))])
+    assert d.root_cause.rank == 0 and d.root_cause.category == "config", d.root_cause

@@ -27,8 +27,8 @@ _MAPPING_HOST = regex.compile(r"'(?P<host>[^']+)': \[(?P<ranks>[\d, ]*)\]")
 _NCCL_RANK = regex.compile(
     r"^(?:\[[^\]]*\] ?)?(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] NCCL INFO "
     r"(?:.*?\bcomm 0x[0-9a-f]+ rank (?P<rank>\d+) n[Rr]anks (?P<n>\d+)|Ring 00 : (?P<ring>\d+)(?:\[\w+\])? ->)")
-# one process in all: its rank is 0
-_ONE_PROCESS = regex.compile(r"\b(?:world[_ ]size|WORLD_SIZE|dist_world_size)(?: is|=|:| =)\s*1\b(?![.\d])")
+# one process in all: its rank is 0 (also LAVIS's `| distributed init (rank 0, world 1): env://`)
+_ONE_PROCESS = regex.compile(r"\b(?:world[_ ]size|WORLD_SIZE|dist_world_size)(?: is|=|:| =)\s*1\b(?![.\d])|\(rank 0, world 1\)")
 # the job runs on one node: a local rank is then the global rank. torchrun's `--nnodes=1` (quoted or not),
 # `max_nodes: 1`, `--standalone`, its rendezvous result with one agent (`group_world_size=1`); DeepSpeed's
 # runner without a hostfile (it then runs on this host only) and its launcher's WORLD INFO DICT with a single host
@@ -207,7 +207,7 @@ def read_context(df: pl.DataFrame) -> JobContext:
             r"arguments ---|memory \(MB\) \||"
             r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd|"
             r"global_rank_mapping=|(?i:nnodes|node[_-]rank)|(?:min|max)_nodes|--standalone|hostfile|WORLD INFO DICT|"
-            r"(?i:world[_ ]size)|num_machines|SLURM_(?:JOB_)?NNODES|NCCL INFO (?:.*comm 0x|Ring 00)"
+            r"(?i:world[_ ]size)|\(rank 0, world 1\)|num_machines|SLURM_(?:JOB_)?NNODES|NCCL INFO (?:.*comm 0x|Ring 00)"
         )
     ).select("src", "lineno", "msg", "ts", "time")
     in_root = False

@@ -24,6 +24,9 @@ ERROR_LINE = "fallback.error_line"
 # JAX and test runners log errors in runs that go on.)
 _FATAL_LEAD = r"^F\d{4} \d\d:\d\d:\d+(?:\.\d+)? "
 _FATAL_HEAD = r"^F\d{4} \d\d:\d\d:\d+(?:\.\d+)? +\d+ [\w./-]+:\d+\] "
+# A logger's error level peeled into the lead (Python logging's default `ERROR:root:`, `- ERROR - name - `,
+# `| ERROR    | mod:fn:12 - `, `[ERROR] `): the message is an error line though it does not say so itself.
+_ERROR_LEAD = r"(?:^|[\s\[|:-])(?:ERROR|CRITICAL)(?:[\s\]|:-]|$)"
 UNKNOWN = "unknown.no_evidence"
 _TIMEOUTS = ("nccl.watchdog_timeout", "nccl.gloo_timeout")
 # A rank that lost its peer only says another rank went away first (often after that rank's own timeout).
@@ -63,9 +66,10 @@ def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFr
         table = texts.with_columns(pid)
         pid = msgs.join(table, on="msg", how="left", maintain_order="left", nulls_equal=True).get_column("pid")
     if "lead" in df.columns and any(p.id == ERROR_LINE for p in patterns):
-        # a fatal line that no pattern names: an error line, as if it said `Error:`
+        # a fatal line, or one logged at the error level, that no pattern names: an error line, as if it said `Error:`
         msg = pl.col("msg")
-        fatal = df.select((pl.col("lead").fill_null("").str.contains(_FATAL_LEAD) | msg.str.contains(_FATAL_HEAD))
+        lead = pl.col("lead").fill_null("")
+        fatal = df.select((lead.str.contains(_FATAL_LEAD) | lead.str.contains(_ERROR_LEAD) | msg.str.contains(_FATAL_HEAD))
                           & (msg.str.strip_chars() != "")).to_series()
         pid = pl.select(pl.when(pid.is_null() & fatal).then(pl.lit(ERROR_LINE)).otherwise(pid)).to_series()
     return df.with_columns(pid=pid)
