@@ -290,3 +290,28 @@ def test_a_process_that_says_it_is_alone_is_rank_0(write):
         "expected, but not set\n"
     ))])
     assert d.root_cause.rank == 0 and d.root_cause.category == "config", d.root_cause
+
+
+def test_the_kernels_oom_record_names_a_sigkill_it_explains(tmp_path):
+    """mp.spawn's SIGKILL report says only that a process was killed; dmesg beside the log says the kernel's OOM killer
+    did it (https://github.com/SteveImmanuel/SegGPT-FineTune/issues/2): the record is the root."""
+    (tmp_path / "job.log").write_text(
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 98, in <module>\n'
+        "    mp.spawn(main, nprocs=world_size)\n"
+        "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL\n")
+    (tmp_path / "dmesg.log").write_text(
+        "[Wed Jun 19 04:01:48 2024] Out of memory: Killed process 1906131 (python) total-vm:279474328kB, "
+        "anon-rss:231214868kB, file-rss:73844kB\n")
+    root = diagnose([tmp_path]).root_cause
+    assert root.pattern == "host_oom.kernel_oom_killer" and root.evidence.file.endswith("dmesg.log"), root
+
+
+def test_rpc_names_the_worker_whose_exception_it_re_raises(write):
+    d = diagnose([write("job.log", (
+        "On WorkerInfo(id=2, name=trainer2):\n"
+        "RuntimeError('CUDA error: invalid device ordinal\\nCUDA kernel errors might be asynchronously reported')\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/torch/distributed/rpc/internal.py", line 204, in _run_function\n'
+    ))])
+    assert d.root_cause.rank == 2 and d.root_cause.category == "config", d.root_cause

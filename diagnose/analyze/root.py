@@ -56,6 +56,8 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
             # a SIGKILL report (`Killed`, exit code -9) and the kill's own record (an OOM-kill event): the
             # record names the cause
             cause = [e for e in tier if e.category == root.category and e.pattern not in _KILL_REPORTS]
+            # (the kernel's or the scheduler's record of an OOM kill is a line of its own: dmesg beside the job's log)
+            cause = cause or sorted((e for e in lines if e.pattern in _KILL_RECORDS), key=lambda e: e.order)
             root = cause[0] if cause else root
         if root.pattern == "host_oom.ray_worker_system_error":
             # Ray's driver reports the death first; the worker's own last words printed just under it (a
@@ -280,6 +282,9 @@ _KILL_REPORTS = ("host_oom.torchrun_sigkill", "host_oom.childfailed_sigkill", "h
                  "host_oom.killed_line", "host_oom.srun_task_killed", "host_oom.mpi_sigkill",
                  # Ray's driver reports a worker's death before the worker's own last words reach the log
                  "host_oom.ray_worker_system_error")
+# the records of an OOM kill itself (the kernel's, a cgroup's, SLURM's, a container runtime's)
+_KILL_RECORDS = ("host_oom.kernel_oom_killer", "host_oom.slurm_cgroup_oom", "host_oom.srun_out_of_memory",
+                 "host_oom.container_oom_killed", "host_oom.ray_memory_monitor")
 _RAY_LAST_WORDS = 8  # lines under Ray's report of a dead worker that are still that worker's
 _NEAR_WARN = 30  # lines above an NCCL exception where a WARN of no named kind is its detail
 _ROUTINE_WARN = regex.compile(r"\b[Ff]alling back\b")  # a WARN that says NCCL carried on (a slower ring order)
