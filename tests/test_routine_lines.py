@@ -275,9 +275,24 @@ def test_an_info_level_status_does_not_take_a_later_failures_root(write):
     assert "(0) INTERNAL" in d.root_cause.message, d.root_cause
 
 
-def test_an_info_level_logger_line_is_no_error(write):
-    assert diagnose([write("job.log", "INFO:root:NeoXArgs.calculate_derived() Total number of GPUs determined to be: 4\n"
-                                      + _STEPS)]).root_cause is None
+@pytest.mark.parametrize("line", [
+    "INFO:root:NeoXArgs.calculate_derived() Total number of GPUs determined to be: 4",
+    # a logger's error level on lines of runs that went on: a notebook name, a retried download, a skipped sample
+    "ERROR:wandb.jupyter:Failed to detect the name of this notebook, you can set it manually with the "
+    "WANDB_NOTEBOOK_NAME environment variable to enable code saving.",
+    "2024-05-01 10:00:05,123 - ERROR - huggingface_hub.utils._http - HTTP Error 429 thrown while requesting HEAD "
+    "https://huggingface.co/x/resolve/main/config.json, retrying in 1s",
+    "2024-05-01 10:00:05.123 | ERROR    | utils.metrics:log_eval:55 - eval sample 17 produced empty output, skipping",
+])
+def test_a_logger_line_in_a_run_that_went_on_is_no_error(write, line):
+    assert diagnose([write("job.log", line + "\n" + _STEPS)]).root_cause is None
+
+
+def test_a_benign_error_level_line_does_not_take_a_launchers_failure_report(write):
+    d = diagnose([write("job.log", (
+        "2024-05-01 10:00:05 | ERROR | data.loader:_fetch:88 - sample 4412 unreadable, skipping\n" + _STEPS
+        + "srun: error: node12: task 3: Exited with exit code 1\n"))])
+    assert d.root_cause.pattern == "launcher.srun_task_exit", d.root_cause
 
 
 def test_a_process_that_says_it_is_alone_is_rank_0(write):
@@ -305,6 +320,32 @@ def test_the_kernels_oom_record_names_a_sigkill_it_explains(tmp_path):
         "anon-rss:231214868kB, file-rss:73844kB\n")
     root = diagnose([tmp_path]).root_cause
     assert root.pattern == "host_oom.kernel_oom_killer" and root.evidence.file.endswith("dmesg.log"), root
+
+
+@pytest.mark.parametrize("record", [
+    # another process's kill (a notebook server's), days before
+    "[Mon Jun 10 11:22:05 2024] Out of memory: Killed process 88231 (jupyter-lab) total-vm:9474328kB, anon-rss:8214868kB",
+])
+def test_an_oom_record_of_another_process_does_not_explain_a_sigkill(tmp_path, record):
+    (tmp_path / "job.log").write_text(
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 98, in <module>\n'
+        "    mp.spawn(main, nprocs=world_size)\n"
+        "torch.multiprocessing.spawn.ProcessExitedException: process 2 terminated with signal SIGKILL\n")
+    (tmp_path / "dmesg.log").write_text(record + "\n")
+    assert diagnose([tmp_path]).root_cause.pattern == "host_oom.torchrun_sigkill"
+
+
+def test_an_oom_record_of_another_pid_does_not_explain_torchruns_kill_report(tmp_path):
+    (tmp_path / "job.log").write_text(
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "Root Cause (first observed failure):\n[0]:\n  time      : 2024-06-19_04:01:48\n  host      : node1\n"
+        "  rank      : 3 (local_rank: 3)\n  exitcode  : -9 (pid: 1906131)\n  error_file: <N/A>\n"
+        "  traceback : Signal 9 (SIGKILL) received by PID 1906131\n")
+    (tmp_path / "dmesg.log").write_text(
+        "[Mon Jun 10 11:22:05 2024] Out of memory: Killed process 88231 (python) total-vm:9474328kB\n")
+    root = diagnose([tmp_path]).root_cause
+    assert root.pattern != "host_oom.kernel_oom_killer" and root.rank == 3, root
 
 
 def test_rpc_names_the_worker_whose_exception_it_re_raises(write):

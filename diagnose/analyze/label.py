@@ -25,8 +25,14 @@ ERROR_LINE = "fallback.error_line"
 _FATAL_LEAD = r"^F\d{4} \d\d:\d\d:\d+(?:\.\d+)? "
 _FATAL_HEAD = r"^F\d{4} \d\d:\d\d:\d+(?:\.\d+)? +\d+ [\w./-]+:\d+\] "
 # A logger's error level peeled into the lead (Python logging's default `ERROR:root:`, `- ERROR - name - `,
-# `| ERROR    | mod:fn:12 - `, `[ERROR] `): the message is an error line though it does not say so itself.
+# `| ERROR    | mod:fn:12 - `, `[ERROR] `): the message is an error line though it does not say so itself. Healthy
+# runs log such lines and go on (a retried download, a skipped sample), so it is a root only as a log's last word
+# (LAST_WORD) where nothing else is: a program that logs its error and exits.
 _ERROR_LEAD = r"(?:^|[\s\[|:-])(?:ERROR|CRITICAL)(?:[\s\]|:-]|$)"
+_ERROR_LEAD_RX = regex.compile(_ERROR_LEAD)
+_FATAL_LEAD_RX = regex.compile(_FATAL_LEAD)
+LAST_WORD = "last_word"  # an Event role: see _ERROR_LEAD
+_LAST_LINES = 2  # "the log ends on it": its file's last line, or the one before (a shell prompt, a blank)
 UNKNOWN = "unknown.no_evidence"
 _TIMEOUTS = ("nccl.watchdog_timeout", "nccl.gloo_timeout")
 # A rank that lost its peer only says another rank went away first (often after that rank's own timeout).
@@ -75,6 +81,12 @@ def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFr
     return df.with_columns(pid=pid)
 
 
+def _by_level_only(lead: str, msg: str, p: Pattern) -> bool:
+    """An error line only by the error level of its logger's column (no fatal header, no error word of its own)."""
+    return bool(_ERROR_LEAD_RX.search(lead)) and not _FATAL_LEAD_RX.search(lead) and not p.search(msg) \
+        and not regex.search(_FATAL_HEAD, msg)
+
+
 def _order(t: datetime | None, src: int, line: int) -> tuple:
     return (t is None, t or datetime.min, src, line)
 
@@ -87,6 +99,7 @@ def build_events(
     ctx: JobContext,
 ) -> list[Event]:
     display = {s.index: s.display for s in sources}
+    ends = {s.index: s.lines for s in sources}
     events: list[Event] = []
     in_chain = set()
     spans: dict[tuple, list[tuple[int, int]]] = {}  # (src, stream) -> a traceback's frames and source lines
@@ -121,6 +134,10 @@ def build_events(
         # an exception line outside any traceback (its traceback was not printed, or cut off): a
         # candidate only when nothing better is in the logs
         role = "fallback" if pid == GENERIC else p.role
+        if pid == ERROR_LINE and _by_level_only(lead or "", msg, p):
+            if lineno <= ends.get(src, 0) - _LAST_LINES:
+                continue
+            role = LAST_WORD
         rank, local, host, basis = rank_from(rank, local, host, msg, ctx)
         if rank is None and local is None and (src, lineno) in beside:
             rank, line = beside[(src, lineno)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import regex
 
 from diagnose.analyze.context import JobContext
-from diagnose.analyze.label import GENERIC, _PEER_GONE, _RELAYS, _TIMEOUTS, _WAITED
+from diagnose.analyze.label import GENERIC, LAST_WORD, _PEER_GONE, _RELAYS, _TIMEOUTS, _WAITED
 from diagnose.analyze.loose import loose_root
 from diagnose.analyze.summary_entries import in_summary_entry, killed_after_root_cause, named_by_summary
 from diagnose.model import Event, Frame, RootCause
@@ -55,9 +55,11 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         if root.pattern in _KILL_REPORTS:
             # a SIGKILL report (`Killed`, exit code -9) and the kill's own record (an OOM-kill event): the
             # record names the cause
-            cause = [e for e in tier if e.category == root.category and e.pattern not in _KILL_REPORTS]
+            cause = [e for e in tier if e.category == root.category and e.pattern not in _KILL_REPORTS
+                     and (e.pattern not in _KILL_RECORDS or _explains(e, root))]
             # (the kernel's or the scheduler's record of an OOM kill is a line of its own: dmesg beside the job's log)
-            cause = cause or sorted((e for e in lines if e.pattern in _KILL_RECORDS), key=lambda e: e.order)
+            cause = cause or sorted((e for e in lines if e.pattern in _KILL_RECORDS and _explains(e, root)),
+                                    key=lambda e: e.order)
             root = cause[0] if cause else root
         if root.pattern == "host_oom.ray_worker_system_error":
             # Ray's driver reports the death first; the worker's own last words printed just under it (a
@@ -194,6 +196,11 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
             # DeepSpeed's workers print to its console: one that died without a word was SIGKILLed
             root.pattern, root.category = silent.id, silent.category
         return root, [], {"no_root_evidence": "the failing rank's own error is not in these logs", "confidence": "low"}
+    # Nothing but a line logged at the error level that ends its log (label._ERROR_LEAD): the program's last word.
+    last = [e for e in events if e.role == LAST_WORD]
+    if last:
+        root = min(last, key=lambda e: e.order)
+        return root, [], {"confidence": "low", "no_pattern": True, **_corroborated_rank(root, events, starts)}
     return None, [], {}
 
 
@@ -285,6 +292,26 @@ _KILL_REPORTS = ("host_oom.torchrun_sigkill", "host_oom.childfailed_sigkill", "h
 # the records of an OOM kill itself (the kernel's, a cgroup's, SLURM's, a container runtime's)
 _KILL_RECORDS = ("host_oom.kernel_oom_killer", "host_oom.slurm_cgroup_oom", "host_oom.srun_out_of_memory",
                  "host_oom.container_oom_killed", "host_oom.ray_memory_monitor")
+_KILLED_PID = regex.compile(r"\bKilled process (\d+)")
+_REPORTED_PID = regex.compile(r"\b(?:pid|PID)[:=]?\s*(\d+)")
+# a process the job runs (the kernel's record names the process it killed, which may be another's)
+_JOB_PROCESS = regex.compile(r"\bKilled process \d+ \((?:python[\w.]*|pt_\w+|torchrun|deepspeed|accelerate|ray::[^)]*)\)")
+_RECORD_BEFORE = 3600  # seconds: a kill recorded longer before the report is another's
+
+
+def _explains(record: Event, report: Event) -> bool:
+    """Can this OOM-kill record be the kill the SIGKILL report speaks of: the same pid where both name one, a
+    process of the job's kind where the kernel names it, a time just before the report where both have one."""
+    killed, reported = _KILLED_PID.search(record.message), _REPORTED_PID.search(report.message)
+    if killed and reported:
+        return killed[1] == reported[1]
+    if record.pattern == "host_oom.kernel_oom_killer" and killed and not _JOB_PROCESS.search(record.message):
+        return False
+    if record.time is not None and report.time is not None:
+        return 0 <= (report.time - record.time).total_seconds() <= _RECORD_BEFORE
+    return True
+
+
 _RAY_LAST_WORDS = 8  # lines under Ray's report of a dead worker that are still that worker's
 _NEAR_WARN = 30  # lines above an NCCL exception where a WARN of no named kind is its detail
 _ROUTINE_WARN = regex.compile(r"\b[Ff]alling back\b")  # a WARN that says NCCL carried on (a slower ring order)

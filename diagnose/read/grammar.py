@@ -114,8 +114,8 @@ KEEP_LITERAL = [
     r"max_nodes\s*[:=]\s*1\b",
     r"--standalone\b",
     r"(?:world[_ ]size|WORLD_SIZE)(?: is|=|:| =) ?1\b",
-    r"\(rank 0, world 1\)",
-    r"On WorkerInfo\(id=\d",  # torch RPC's header above a remote exception (analyze/ranks.py)  # LAVIS's and BLIP's `| distributed init (rank 0, world 1): env://`
+    r"\(rank 0, world 1\)",  # LAVIS's and BLIP's `| distributed init (rank 0, world 1): env://`
+    r"On WorkerInfo\(id=\d",  # torch RPC's header above a remote exception (analyze/ranks.py)
     # traceback structure behind a prefix the anchored shapes above do not know (normalize peels it)
     r"Traceback \(most recent call last\)",
     r'File "[^"]{1,500}", line \d+',
