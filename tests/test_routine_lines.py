@@ -356,3 +356,17 @@ def test_rpc_names_the_worker_whose_exception_it_re_raises(write):
         '  File "/opt/torch/distributed/rpc/internal.py", line 204, in _run_function\n'
     ))])
     assert d.root_cause.rank == 2 and d.root_cause.category == "config", d.root_cause
+
+
+def test_a_ucx_error_names_the_generic_exception_mpi_raises_after_it(write):
+    """UCX's own error, then the MPI call's exception that says only `MPI_ERR_OTHER`
+    (https://github.com/mlcommons/training_results_v3.0/issues/5): the transport's error is the root."""
+    d = diagnose([write("job.log", (
+        "[1695144496.484294] [hpci5201:103648:0]       ib_device.c:1250 UCX  ERROR   ibv_create_ah(dlid=49152 sl=0 "
+        "port=1) for UD verbs connect on bnxt_re0 failed: Connection timed out\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 40, in <module>\n'
+        "    comm.bcast(x)\n"
+        "RuntimeError: Runtime error: MPI_ERR_OTHER: known error not in list\n"
+    ))])
+    assert d.root_cause.pattern == "nccl.ucx_error", d.root_cause

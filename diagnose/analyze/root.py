@@ -229,7 +229,7 @@ _NCCL_GENERIC = regex.compile(r"unhandled system error|unhandled cuda error|inte
                               r"ncclSystemError|ncclInternalError|ncclInvalidUsage|ncclUnhandledCudaError|"
                               r"HCCL function error: \w+\(.*\), error code is \d+")
 _NCCL_DETAIL = ("nccl.net_warn", "nccl.no_interface", "nccl.cuda_failure_in_setup", "nccl.topology_sysfs", "nccl.ucx_connect",
-                "nccl.p2p_unsupported", "nccl.ofi_error")
+                "nccl.p2p_unsupported", "nccl.ofi_error", "nccl.ucx_error")
 # a port already in use names the cause only as the exception's own detail, printed just under it (Ascend's EJ0003 under
 # `HCCL function error`); later, it is a restart meeting the dead workers' port
 _OWN_DETAIL, _OWN_DETAIL_LINES = ("nccl.store_bind",), 3
