@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-FULL_ROWS = 50_000
+FULL_ROWS = 20_000
 PER_SIGNATURE = 3
 MAX_ROWS = 150_000
 MAX_SIGNATURES = 200_000
