@@ -10,6 +10,7 @@ import polars as pl
 import regex
 
 from diagnose.read import normalize, scan_keep
+from diagnose.analyze import levels
 from diagnose.analyze.context import ChildFailure, JobContext
 from diagnose.analyze.ranks import rank_beside, rank_from, rank_of
 from diagnose.model import Event, Evidence, Frame, Source, TracebackBlock
@@ -19,20 +20,6 @@ from diagnose.analyze.tracebacks import Chain
 
 GENERIC = "python.exception"
 ERROR_LINE = "fallback.error_line"
-# glog's and absl's fatal header (`F0710 13:11:24.494246 34492 x.cc:408] `, absl's seconds since the epoch too), peeled
-# into a line's lead or left at its message's start: the process aborts on that line. (Not the error level: TensorFlow,
-# JAX and test runners log errors in runs that go on.)
-_FATAL_LEAD = r"^F\d{4} \d\d:\d\d:\d+(?:\.\d+)? "
-_FATAL_HEAD = r"^F\d{4} \d\d:\d\d:\d+(?:\.\d+)? +\d+ [\w./-]+:\d+\] "
-# A logger's error level peeled into the lead (Python logging's default `ERROR:root:`, `- ERROR - name - `,
-# `| ERROR    | mod:fn:12 - `, `[ERROR] `): the message is an error line though it does not say so itself. Healthy
-# runs log such lines and go on (a retried download, a skipped sample), so it is a root only as a log's last word
-# (LAST_WORD) where nothing else is: a program that logs its error and exits.
-_ERROR_LEAD = r"(?:^|[\s\[|:-])(?:ERROR|CRITICAL)(?:[\s\]|:-]|$)"
-_ERROR_LEAD_RX = regex.compile(_ERROR_LEAD)
-_FATAL_LEAD_RX = regex.compile(_FATAL_LEAD)
-LAST_WORD = "last_word"  # an Event role: see _ERROR_LEAD
-_LAST_LINES = 2  # "the log ends on it": its file's last line, or the one before (a shell prompt, a blank)
 UNKNOWN = "unknown.no_evidence"
 _TIMEOUTS = ("nccl.watchdog_timeout", "nccl.gloo_timeout")
 # A rank that lost its peer only says another rank went away first (often after that rank's own timeout).
@@ -73,18 +60,9 @@ def match_patterns(df: pl.DataFrame, patterns: tuple[Pattern, ...]) -> pl.DataFr
         pid = msgs.join(table, on="msg", how="left", maintain_order="left", nulls_equal=True).get_column("pid")
     if "lead" in df.columns and any(p.id == ERROR_LINE for p in patterns):
         # a fatal line, or one logged at the error level, that no pattern names: an error line, as if it said `Error:`
-        msg = pl.col("msg")
-        lead = pl.col("lead").fill_null("")
-        fatal = df.select((lead.str.contains(_FATAL_LEAD) | lead.str.contains(_ERROR_LEAD) | msg.str.contains(_FATAL_HEAD))
-                          & (msg.str.strip_chars() != "")).to_series()
+        fatal = df.select(levels.error_level(pl.col("lead"), pl.col("msg"))).to_series()
         pid = pl.select(pl.when(pid.is_null() & fatal).then(pl.lit(ERROR_LINE)).otherwise(pid)).to_series()
     return df.with_columns(pid=pid)
-
-
-def _by_level_only(lead: str, msg: str, p: Pattern) -> bool:
-    """An error line only by the error level of its logger's column (no fatal header, no error word of its own)."""
-    return bool(_ERROR_LEAD_RX.search(lead)) and not _FATAL_LEAD_RX.search(lead) and not p.search(msg) \
-        and not regex.search(_FATAL_HEAD, msg)
 
 
 def _order(t: datetime | None, src: int, line: int) -> tuple:
@@ -134,10 +112,10 @@ def build_events(
         # an exception line outside any traceback (its traceback was not printed, or cut off): a
         # candidate only when nothing better is in the logs
         role = "fallback" if pid == GENERIC else p.role
-        if pid == ERROR_LINE and _by_level_only(lead or "", msg, p):
-            if lineno <= ends.get(src, 0) - _LAST_LINES:
+        if pid == ERROR_LINE and levels.by_level_only(lead or "", msg, p):
+            if lineno <= ends.get(src, 0) - levels.LAST_LINES:
                 continue
-            role = LAST_WORD
+            role = levels.LAST_WORD
         rank, local, host, basis = rank_from(rank, local, host, msg, ctx)
         if rank is None and local is None and (src, lineno) in beside:
             rank, line = beside[(src, lineno)]

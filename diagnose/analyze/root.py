@@ -9,7 +9,9 @@ from __future__ import annotations
 import regex
 
 from diagnose.analyze.context import JobContext
-from diagnose.analyze.label import GENERIC, LAST_WORD, _PEER_GONE, _RELAYS, _TIMEOUTS, _WAITED
+from diagnose.analyze.kills import KILL_REPORTS, kill_cause
+from diagnose.analyze.label import GENERIC, _PEER_GONE, _RELAYS, _TIMEOUTS, _WAITED
+from diagnose.analyze.levels import LAST_WORD
 from diagnose.analyze.loose import loose_root
 from diagnose.analyze.summary_entries import in_summary_entry, killed_after_root_cause, named_by_summary
 from diagnose.model import Event, Frame, RootCause
@@ -50,23 +52,16 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         tier.sort(key=lambda e: (primary and e.pattern in _PEER_GONE, e.pattern in _RELAYS, seen_later(e), e.order))
         root = named_by_summary(tier[0], tier, ctx)
         crashed_in = None
-        if root.pattern in _KILL_REPORTS and killed_after_root_cause(root, ctx):
+        if root.pattern in KILL_REPORTS and killed_after_root_cause(root, ctx):
             continue  # torchrun killed a straggler after the worker its Root Cause names had failed
-        if root.pattern in _KILL_REPORTS:
-            # a SIGKILL report (`Killed`, exit code -9) and the kill's own record (an OOM-kill event): the
-            # record names the cause
-            cause = [e for e in tier if e.category == root.category and e.pattern not in _KILL_REPORTS
-                     and (e.pattern not in _KILL_RECORDS or _explains(e, root))]
-            # (the kernel's or the scheduler's record of an OOM kill is a line of its own: dmesg beside the job's log)
-            cause = cause or sorted((e for e in lines if e.pattern in _KILL_RECORDS and _explains(e, root)),
-                                    key=lambda e: e.order)
-            root = cause[0] if cause else root
+        if root.pattern in KILL_REPORTS:
+            root = kill_cause(root, tier, lines)
         if root.pattern == "host_oom.ray_worker_system_error":
             # Ray's driver reports the death first; the worker's own last words printed just under it (a
             # watchdog's timeout, a crash) say why it died; a peer's reaction or another kill report does not
             own = [(e, t) for t in (tracebacks, lines, comm) for e in t if e.evidence.file == root.evidence.file
                    and 0 < e.evidence.line - root.evidence.line <= _RAY_LAST_WORDS
-                   and e.pattern not in _PEER_GONE and e.pattern not in _KILL_REPORTS]
+                   and e.pattern not in _PEER_GONE and e.pattern not in KILL_REPORTS]
             if own:  # (the later steps read the new root's own tier)
                 root, tier = min(own, key=lambda et: et[0].evidence.line)
         if root.pattern == "nccl.error" and _NCCL_GENERIC.search(root.message):
@@ -284,34 +279,6 @@ _KERNEL_ASSERTS = ("cuda.kernel_assertion_failed", "nan.probabilities_nan")
 # what ends a job that a hang or a communication failure already doomed
 _OUTCOMES = ("slurm.time_limit", "slurm.cancelled", "slurm.cancelled_by_signal", "unknown.fatal_signal",
              "unknown.native_crash")
-# reports that a process died of SIGKILL, which say nothing of who sent it
-_KILL_REPORTS = ("host_oom.torchrun_sigkill", "host_oom.childfailed_sigkill", "host_oom.shell_killed",
-                 "host_oom.killed_line", "host_oom.srun_task_killed", "host_oom.mpi_sigkill",
-                 # Ray's driver reports a worker's death before the worker's own last words reach the log
-                 "host_oom.ray_worker_system_error")
-# the records of an OOM kill itself (the kernel's, a cgroup's, SLURM's, a container runtime's)
-_KILL_RECORDS = ("host_oom.kernel_oom_killer", "host_oom.slurm_cgroup_oom", "host_oom.srun_out_of_memory",
-                 "host_oom.container_oom_killed", "host_oom.ray_memory_monitor")
-_KILLED_PID = regex.compile(r"\bKilled process (\d+)")
-_REPORTED_PID = regex.compile(r"\b(?:pid|PID)[:=]?\s*(\d+)")
-# a process the job runs (the kernel's record names the process it killed, which may be another's)
-_JOB_PROCESS = regex.compile(r"\bKilled process \d+ \((?:python[\w.]*|pt_\w+|torchrun|deepspeed|accelerate|ray::[^)]*)\)")
-_RECORD_BEFORE = 3600  # seconds: a kill recorded longer before the report is another's
-
-
-def _explains(record: Event, report: Event) -> bool:
-    """Can this OOM-kill record be the kill the SIGKILL report speaks of: the same pid where both name one, a
-    process of the job's kind where the kernel names it, a time just before the report where both have one."""
-    killed, reported = _KILLED_PID.search(record.message), _REPORTED_PID.search(report.message)
-    if killed and reported:
-        return killed[1] == reported[1]
-    if record.pattern == "host_oom.kernel_oom_killer" and killed and not _JOB_PROCESS.search(record.message):
-        return False
-    if record.time is not None and report.time is not None:
-        return 0 <= (report.time - record.time).total_seconds() <= _RECORD_BEFORE
-    return True
-
-
 _RAY_LAST_WORDS = 8  # lines under Ray's report of a dead worker that are still that worker's
 _NEAR_WARN = 30  # lines above an NCCL exception where a WARN of no named kind is its detail
 _ROUTINE_WARN = regex.compile(r"\b[Ff]alling back\b")  # a WARN that says NCCL carried on (a slower ring order)
