@@ -191,7 +191,7 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
             # DeepSpeed's workers print to its console: one that died without a word was SIGKILLed
             root.pattern, root.category = silent.id, silent.category
         return root, [], {"no_root_evidence": "the failing rank's own error is not in these logs", "confidence": "low"}
-    # Nothing but a line logged at the error level that ends its log (label._ERROR_LEAD): the program's last word.
+    # Nothing but a line logged at the error level that ends its log (levels._ERROR_LEAD): the program's last word.
     last = [e for e in events if e.role == LAST_WORD]
     if last:
         root = min(last, key=lambda e: e.order)
