@@ -50,10 +50,9 @@ def rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int 
 
 # A record's rank on the line beside it: torch_npu's error banner above its CANN report (`[ERROR] … (PID:1,
 # Device:2, RankID:2) ERR00100 …`), Rust tracing's fields below a record's message (text-generation-inference's ` rank=0`),
-# torch RPC's `On WorkerInfo(id=0, name=trainer0):` above the remote exception it re-raises
+# torch RPC's `On WorkerInfo(id=0, name=trainer0):` above the remote exception it re-raises (the worker's id is its RPC rank)
 _BANNER_RANK = r"\(PID:\d+, Device:\d+, RankID:(\d+)\)"
 _FIELD_RANK = r"^ ?rank=(\d{1,7})\s*$"
-# torch.distributed.rpc's header above a remote exception it re-raises: the failing worker's id is its RPC rank
 _RPC_WORKER = r"^On WorkerInfo\(id=(\d{1,7}), name=[^)]*\):\s*$"
 
 

@@ -10,7 +10,6 @@ traceback: those lines take the facts of the line above them.
 """
 from __future__ import annotations
 
-import copy
 import re
 
 import polars as pl
