@@ -43,8 +43,10 @@ def diagnose(
     multi = set(df.group_by("src").agg(pl.col("stream").n_unique().alias("n")).filter(pl.col("n") > 1)["src"].to_list())
     chains = tracebacks.assemble(df, multi)
     events = label.build_events(df, chains, sources, by_id, ctx)
-    root_ev, same, notes = choose.choose_root(events, ctx, by_id, label.traceback_starts(chains, sources, ctx))
-    if root_ev is None and (root_ev := label.cut_traceback(chains, sources, ctx, by_id)):
+    cut = label.cut_traceback(chains, sources, ctx, by_id)
+    root_ev, same, notes = choose.choose_root(events, ctx, by_id, label.traceback_starts(chains, sources, ctx),
+                                              failed=cut is not None)
+    if root_ev is None and (root_ev := cut):
         notes = {"confidence": "low", "no_root_evidence": "the traceback is cut off before its exception"}
     if root_ev is None and (root_ev := label.summary_root(sources, ctx, by_id)):
         notes = {"confidence": "low", "no_root_evidence": "the failing rank's own error is not in these logs"}

@@ -79,7 +79,7 @@ def build_events(
     display = {s.index: s.display for s in sources}
     ends = {s.index: s.lines for s in sources}
     events: list[Event] = []
-    in_chain = set()
+    in_chain, warned = set(), set()
     spans: dict[tuple, list[tuple[int, int]]] = {}  # (src, stream) -> a traceback's frames and source lines
     for c in chains:
         rows = c.rows
@@ -90,6 +90,8 @@ def build_events(
         ev = _chain_event(c, rows, df, display, patterns, ctx)
         if ev:
             events.append(ev)
+            if ev.role == levels.WARNED and rows:  # (its message's next lines, unjoined, are the warning's too)
+                warned.update((c.src, c.stream, rows[-1]["lineno"] + k) for k in (1, 2, 3))
     for s in spans.values():
         s.sort()
     lines = df.filter(pl.col("pid").is_not_null())
@@ -116,6 +118,8 @@ def build_events(
             if lineno <= ends.get(src, 0) - levels.LAST_LINES:
                 continue
             role = levels.LAST_WORD
+        if levels.warned(role, lead or "", msg, traceback=False) or (role == "root" and (src, stream, lineno) in warned):
+            role = levels.WARNED
         rank, local, host, basis = rank_from(rank, local, host, msg, ctx)
         if rank is None and local is None and (src, lineno) in beside:
             rank, line = beside[(src, lineno)]
@@ -281,8 +285,9 @@ def _chain_event(c: Chain, rows, df, display, patterns, ctx) -> Event | None:
             rank, basis = ctx.global_rank(local, host), ctx.rank_basis(local, host)
     start_order = first["order_time"]
     message = _message(c, best_row)
+    warned = levels.warned(best.role, best_row.get("lead") or "", best_row["msg"], traceback=True)
     return Event(
-        kind="traceback", category=best.category, pattern=best.id, role=best.role,
+        kind="traceback", category=best.category, pattern=best.id, role=levels.WARNED if warned else best.role,
         message=message, evidence=Evidence(display[c.src], best_row["lineno"]),
         rank=rank, local_rank=local, host=host, time=best_row["time"],
         order=_order(start_order, c.src, c.start), blocks=c.blocks, details=basis,

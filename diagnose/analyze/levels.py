@@ -1,5 +1,6 @@
 """A line's level, as its logger's column says it: glog's and absl's fatal header (the process aborts on that line),
-and a logger's error level (a line that is an error though its message does not say so)."""
+a logger's error level (a line that is an error though its message does not say so), and a warning (the program
+said it goes on)."""
 from __future__ import annotations
 
 import polars as pl
@@ -20,7 +21,29 @@ _ERROR_LEAD = r"(?:^|[\s\[|:-])(?:ERROR|CRITICAL)(?:[\s\]|:-]|$)"
 _ERROR_LEAD_RX = regex.compile(_ERROR_LEAD)
 _FATAL_LEAD_RX = regex.compile(_FATAL_LEAD)
 LAST_WORD = "last_word"  # an Event role: see _ERROR_LEAD
+WARNED = "warned"  # an Event role: see warned()
 LAST_LINES = 2  # "the log ends on it": its file's last line, or the one before (a shell prompt, a blank)
+
+# A failure's words in a warning: Python's warnings module (`conv.py:456: UserWarning: Plan failed with a
+# cudnnException: … CUDNN_STATUS_NOT_SUPPORTED`, torch 2.3's cuDNN v8 API, harmless by pytorch/pytorch#121834), and a
+# traceback a logger printed at its warning level (dynamo's `WON'T CONVERT … due to:` under glog's `W0711 …] ` or
+# `[WARNING] `: the frame runs uncompiled). The program went on; such a line is a root only where the logs show that
+# the job failed and nothing else names why.
+_PY_WARNING = regex.compile(r"(?:\.py|>):\d+: [A-Z]\w*Warning: ")
+_WARN_COLUMN = regex.compile(r"^\[?W\d{4} \d\d:\d\d:\d\d|(?:^|[\s\[|:-])WARN(?:ING)?(?:[\s\]|:-]|$)")
+_WARN_INLINE = regex.compile(r"^(?:\[[^\]]{1,40}\] )?(?:[\w.]+: )?(?:\[WARN(?:ING)?\] |WARN(?:ING)?:[\w.]*:)")
+
+
+def warned(role: str, lead: str, msg: str, traceback: bool) -> bool:
+    """A root's words said in a warning (see _PY_WARNING): its role becomes WARNED."""
+    if role not in ("root", "comm"):
+        return False
+    if "Traceback (most recent call last)" in msg:
+        return False  # (a pasted log flattened to one line: the warning, then the traceback that failed)
+    if traceback:
+        return bool(_WARN_COLUMN.search(lead) or _WARN_INLINE.match(msg))
+    # (a line's own logger column at warning level is no sign: NCCL, fairseq and torchelastic report failures there)
+    return bool(_PY_WARNING.search(msg))
 
 
 def error_level(lead: pl.Expr, msg: pl.Expr) -> pl.Expr:

@@ -7,6 +7,7 @@ import regex
 
 from diagnose.analyze.context import JobContext
 from diagnose.analyze.label import ERROR_LINE, GENERIC
+from diagnose.analyze.levels import LAST_WORD, WARNED
 from diagnose.model import Event
 from diagnose.patterns import library
 from diagnose.patterns.library import Pattern
@@ -20,6 +21,23 @@ _NCCL_ORIGIN = regex.compile(grammar.NCCL_ORIGIN)
 # a fallback of its own)
 _WARNING_LEVEL = regex.compile(r"\bWARN(?:ING)?\b|\[W(?:ARN(?:ING)?)?\]|^\[?W\d{4} \d\d:")
 _ERROR_WORDS = (ERROR_LINE, GENERIC, "fallback.module_not_found")
+
+
+def loose_roots(events: list[Event], ctx: JobContext, failed: bool = False) -> list[Event]:
+    """The likeliest roots where no pattern names a failure: error lines no pattern knows, and a failure's words
+    said in a warning (levels.WARNED) where the logs show that the job failed (an error line, a launcher's report
+    of a failed process, a logger's last error, a traceback cut before its exception: `failed`), after them."""
+    loose = [e for e in events if e.role == "fallback" and loose_root(e, ctx)]
+    if loose or failed or any(e.role in ("symptom", LAST_WORD) for e in events):
+        loose += [e for e in events if e.role == WARNED]
+    return loose
+
+
+def loose_rank(e: Event) -> int:
+    """Error lines no pattern knows before a failure's words in a warning (a traceback cut before its exception
+    comes after both: a warning that names a kind says more than a traceback that names none, as joblib's
+    `UserWarning: [Errno 28] No space left on device` above mp.spawn's traceback cut at `ctx.Lock()`)."""
+    return int(e.role == WARNED)
 
 
 def loose_root(e: Event, ctx: JobContext) -> bool:

@@ -12,7 +12,7 @@ from diagnose.analyze.context import JobContext
 from diagnose.analyze.kills import KILL_REPORTS, kill_cause
 from diagnose.analyze.label import GENERIC, _PEER_GONE, _RELAYS, _TIMEOUTS, _WAITED
 from diagnose.analyze.levels import LAST_WORD
-from diagnose.analyze.loose import loose_root
+from diagnose.analyze.loose import loose_rank, loose_roots
 from diagnose.analyze.summary_entries import in_summary_entry, killed_after_root_cause, named_by_summary
 from diagnose.model import Event, Frame, RootCause
 from diagnose.patterns.library import Pattern
@@ -26,9 +26,10 @@ def _same_failure(a: Event, b: Event) -> bool:
 
 
 def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Pattern],
-                starts: list[tuple] = ()) -> tuple[Event | None, list[Event], dict]:
+                starts: list[tuple] = (), failed: bool = False) -> tuple[Event | None, list[Event], dict]:
     """The root event, the events that are the same failure on other ranks, and inference notes.
-    `starts`: where the tracebacks begin and whose they are (label.traceback_starts)."""
+    `starts`: where the tracebacks begin and whose they are (label.traceback_starts); `failed`: the logs show a
+    failure no event is (a traceback cut before its exception)."""
     roots = [e for e in events if e.role == "root"]
     tracebacks = [e for e in roots if e.kind in ("traceback", "error_file") and not e.is_comm]
     lines = [e for e in roots if e.kind == "line" and not e.is_comm]
@@ -167,10 +168,10 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         return root, same, notes
     # No pattern names a failure, but the logs show an error: the earliest error line (an exception
     # line before a bare error word) is the likeliest root, said with low confidence.
-    loose = [e for e in events if e.role == "fallback" and loose_root(e, ctx)]
+    loose = loose_roots(events, ctx, failed)
     if loose:
         later = in_summary_entry(ctx)  # (torchrun's other failures come after its Root Cause)
-        loose.sort(key=lambda e: (e.pattern != GENERIC, later(e), e.order))
+        loose.sort(key=lambda e: (loose_rank(e), e.pattern != GENERIC, later(e), e.order))
         root = named_by_summary(loose[0], loose, ctx)
         notes = {"confidence": "low", "no_pattern": True, **_corroborated_rank(root, events, starts)}
         return root, [e for e in loose[1:] if _same_failure(root, e)], notes
