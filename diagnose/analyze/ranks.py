@@ -11,6 +11,9 @@ from diagnose.read import grammar, normalize
 _NCCL_ORIGIN = regex.compile(grammar.NCCL_ORIGIN)
 _PG_RANK = regex.compile(grammar.PG_RANK)
 _LOCAL = regex.compile(r"local_rank: (\d+)")
+# Lightning's launcher names the child that failed in its own `[rank: N]` column: N is the child's index on its node
+# (`rank_prefixed_message(…, rank=i + 1)` in lightning/fabric/strategies/launchers/subprocess_script.py), a local rank
+_LIGHTNING_CHILD = regex.compile(r"^Child process with PID \d+ terminated with code -?[1-9]")
 
 
 def rank_of(row: dict, ctx: JobContext) -> tuple[int | None, int | None, str | None, dict]:
@@ -20,6 +23,8 @@ def rank_of(row: dict, ctx: JobContext) -> tuple[int | None, int | None, str | N
 def rank_from(rank, local, host, msg, ctx: JobContext) -> tuple[int | None, int | None, str | None, dict]:
     """The line's global rank, local rank and host, and (as details) how a global rank was had from a local one."""
     msg = msg or ""
+    if rank is not None and local is None and _LIGHTNING_CHILD.match(msg):
+        rank, local = None, rank
     if (said := normalize.rank_in_text(msg, faulty=True)).get("rank") is not None:
         # the writer reports another rank's failure (rank 0's monitored barrier: `Rank 2 failed to pass`)
         return said["rank"], None, said.get("host") or ctx.rank_host.get(said["rank"]), {}

@@ -225,7 +225,7 @@ _NCCL_GENERIC = regex.compile(r"unhandled system error|unhandled cuda error|inte
                               r"ncclSystemError|ncclInternalError|ncclInvalidUsage|ncclUnhandledCudaError|"
                               r"HCCL function error: \w+\(.*\), error code is \d+")
 _NCCL_DETAIL = ("nccl.net_warn", "nccl.no_interface", "nccl.cuda_failure_in_setup", "nccl.topology_sysfs", "nccl.ucx_connect",
-                "nccl.p2p_unsupported", "nccl.ofi_error", "nccl.ucx_error")
+                "nccl.p2p_unsupported", "nccl.topology_path", "nccl.ofi_error", "nccl.ucx_error")
 # a port already in use names the cause only as the exception's own detail, printed just under it (Ascend's EJ0003 under
 # `HCCL function error`); later, it is a restart meeting the dead workers' port
 _OWN_DETAIL, _OWN_DETAIL_LINES = ("nccl.store_bind",), 3
@@ -285,7 +285,7 @@ _NEAR_WARN = 30  # lines above an NCCL exception where a WARN of no named kind i
 _ROUTINE_WARN = regex.compile(r"\b[Ff]alling back\b")  # a WARN that says NCCL carried on (a slower ring order)
 _FAILURE_WORDS = ("launcher.worker_failed", "launcher.child_failed", "launcher.srun_teardown", "launcher.srun_task_exit",
                   "launcher.abort", "launcher.mpi_abort", "launcher.mpi_first_failed", "launcher.elastic_failed",
-                  "launcher.launch_command_failed", "launcher.trainer_aborted")
+                  "launcher.launch_command_failed", "launcher.trainer_aborted", "launcher.lightning_child_failed")
 
 
 def _lagging_rank(root: Event, comm: list[Event], ctx: JobContext) -> dict:
