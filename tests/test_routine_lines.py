@@ -368,3 +368,71 @@ def test_a_ucx_error_names_the_generic_exception_mpi_raises_after_it(write):
         "RuntimeError: Runtime error: MPI_ERR_OTHER: known error not in list\n"
     ))])
     assert d.root_cause.pattern == "nccl.ucx_error", d.root_cause
+
+
+# torch 2.3's cuDNN v8 API warns and goes on (pytorch/pytorch#121834)
+_CUDNN_WARNING = (
+    "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/conv.py:456: UserWarning: Plan failed with a "
+    "cudnnException: CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: cudnnFinalize Descriptor Failed cudnn_status: "
+    "CUDNN_STATUS_NOT_SUPPORTED (Triggered internally at ../aten/src/ATen/native/cudnn/Conv_v8.cpp:919.)\n"
+    "  return F.conv2d(input, weight, bias, self.stride,\n"
+)
+# dynamo gives up compiling a frame and runs it uncompiled, its traceback at glog's warning level
+_W = "W0711 17:08:34.348000 76404 site-packages/torch/_dynamo/convert_frame.py:1280] "
+_WONT_CONVERT = "".join(_W + line + "\n" for line in (
+    "WON'T CONVERT forward /work/model.py line 209", "due to:", "Traceback (most recent call last):",
+    '  File "/env/site-packages/torch/_dynamo/convert_frame.py", line 1213, in __call__',
+    "    result = self._inner_convert(",
+    "torch._dynamo.exc.TorchRuntimeError: Failed running call_function <built-in method squeeze>(*(FakeTensor(..., "
+    "size=(4,)),), **{'dim': 1}):", "Dimension out of range (expected to be in range of [-1, 0], but got 1)"))
+# the same at torch 2.0's logger format, the inner exception on the line under the one that wraps it
+_L = "[2023-07-31 11:08:28,980] torch._dynamo.convert_frame: [WARNING] "
+_WONT_CONVERT_LOGGER = "".join(_L + line + "\n" for line in (
+    "WON'T CONVERT forward model.py line 12", "due to:", "Traceback (most recent call last):",
+    '  File "/data/pytorch/torch/_dynamo/output_graph.py", line 973, in call_user_compiler',
+    "    compiled_fn = compiler_fn(gm, self.example_inputs())",
+    "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
+    "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x3 and 4x5)"))
+# DeepSpeed accepts a CUDA minor-version mismatch and goes on (its op_builder; deepspeedai/DeepSpeed#3436)
+_DS_ACCEPTED = (" [WARNING]  DeepSpeed Op Builder: Installed CUDA version 11.8 does not match the version torch was "
+                "compiled with 11.7 but since the APIs are compatible, accepting this combination\n")
+
+
+@pytest.mark.parametrize("text", [_CUDNN_WARNING, _WONT_CONVERT, _WONT_CONVERT_LOGGER, _DS_ACCEPTED],
+                         ids=["cudnn_plan_warning", "wont_convert_glog", "wont_convert_logger", "deepspeed_cuda_minor"])
+def test_a_failures_words_in_a_warning_make_no_healthy_log_failed(write, text):
+    assert diagnose([write("job.log", "step 1 loss 2.5\n" + text + _STEPS)]).root_cause is None
+
+
+def test_a_warning_does_not_take_the_root_of_the_failure_after_it(write):
+    # (https://github.com/2noise/ChatTTS/issues/657: the warning, then the script's own error)
+    root = diagnose([write("job.log", _CUDNN_WARNING + (
+        "Traceback (most recent call last):\n"
+        '  File "Chattts_adv.py", line 34, in <module>\n'
+        '    torchaudio.save("out.wav", torch.from_numpy(audio[0]), 24000)\n'
+        "ValueError: Expected 2D Tensor, got 1D.\n"))]).root_cause
+    assert root.message == "ValueError: Expected 2D Tensor, got 1D.", root
+
+
+def test_a_warning_names_a_failure_that_nothing_else_explains_with_low_confidence(write):
+    """A job that failed (torchrun's report) with nothing but a warning of a kind: the warning, said softly."""
+    root = diagnose([write("job.log", _CUDNN_WARNING + (
+        "E0501 10:00:00.000000 140 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: 1) "
+        "local_rank: 0 (pid: 4242) of binary: /usr/bin/python\n"))]).root_cause
+    assert (root.category, root.confidence) == ("cuda", "low"), root
+
+
+def test_lightnings_child_failed_line_names_the_failed_childs_rank(write):
+    """Lightning's launcher prefixes the line with the index of the child that failed (a local rank; one node here,
+    so the global rank): it gives a rank to the error that names none."""
+    root = diagnose([write("job.log", (
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 128.00 GiB. GPU 3 has a total capacty of "
+        "79.22 GiB of which 24.22 GiB is free.\n"
+        "[rank: 3] Child process with PID 11479 terminated with code 1. Forcefully terminating all other processes to "
+        "avoid zombies 🧟\nKilled\n"))]).root_cause
+    assert (root.category, root.rank) == ("oom", 3), root
+
+
+def test_a_samplers_invalid_rank_names_the_rank_and_the_configuration(write):
+    root = diagnose([write("job.log", "ValueError: Invalid rank 4, rank should be in the interval [0, 3]\n")]).root_cause
+    assert (root.category, root.rank) == ("config", 4), root
