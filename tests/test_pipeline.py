@@ -770,9 +770,10 @@ def test_distributed_samplers_assertion_is_a_dataset_too_small(write):
     ("RuntimeError: Error(s) in loading state_dict for Qwen2ForCausalLM:\n"
      "\tsize mismatch for model.layers.26.self_attn.k_proj.weight: copying a param with shape torch.Size([0]) from "
      "checkpoint, the shape in current model is torch.Size([512, 3584]).\n", "shape.size_mismatch", None),
-    # a bystander's report names no failed rank: Lightning's rank 1 saw a child die
+    # Lightning's launcher names the child that died in its `[rank: N]` column (`rank=i + 1` in its
+    # subprocess_script.py): a local rank, the global one where the logs show one node
     ("(_train_tune pid=22946) [rank: 1] Child process with PID 23026 terminated with code 1. Forcefully terminating "
-     "all other processes to avoid zombies\n", "launcher.lightning_child_failed", None),
+     "all other processes to avoid zombies\n", "launcher.lightning_child_failed", 1),
     # a KeyError raised where a checkpoint is loaded
     ('Traceback (most recent call last):\n  File "/venv/site-packages/deepspeed/runtime/engine.py", line 2671, in '
      "_load_checkpoint\n    self.optimizer.load_state_dict(checkpoint['optimizer'])\nKeyError: 'optimizer'\n",

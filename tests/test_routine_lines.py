@@ -415,11 +415,31 @@ def test_a_warning_does_not_take_the_root_of_the_failure_after_it(write):
 
 
 def test_a_warning_names_a_failure_that_nothing_else_explains_with_low_confidence(write):
-    """A job that failed (torchrun's report) with nothing but a warning of a kind: the warning, said softly."""
-    root = diagnose([write("job.log", _CUDNN_WARNING + (
-        "E0501 10:00:00.000000 140 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: 1) "
-        "local_rank: 0 (pid: 4242) of binary: /usr/bin/python\n"))]).root_cause
-    assert (root.category, root.confidence) == ("cuda", "low"), root
+    """A traceback cut before its exception, and above it a warning that names a kind: the warning, said softly."""
+    # (joblib's probe of /dev/shm, then mp.spawn's SimpleQueue failing on the same semaphore: https://github.com/Plachtaa/VITS-fast-fine-tuning/issues/397)
+    root = diagnose([write("job.log", (
+        "/opt/conda/lib/python3.8/site-packages/joblib/_multiprocessing_helpers.py:46: UserWarning: [Errno 28] No space "
+        "left on device.  joblib will operate in serial mode\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 55, in main\n'
+        "    mp.spawn(run, nprocs=n_gpus)\n"
+        '  File "/opt/conda/lib/python3.8/multiprocessing/queues.py", line 336, in __init__\n'
+        "    self._rlock = ctx.Lock()\n"))]).root_cause
+    assert (root.category, root.confidence) == ("host_oom", "low"), root
+
+
+def test_a_routine_warning_does_not_take_a_launchers_report(write):
+    """Only srun's word that a task failed: the warning every process prints is no root, nor does it take the rank."""
+    root = diagnose([write("job.log", _CUDNN_WARNING + "srun: error: gpu-node-07: task 3: Exited with exit code 1\n")]).root_cause
+    assert root.pattern == "launcher.srun_task_exit", root
+
+
+def test_a_failure_after_a_warning_level_traceback_is_not_the_warnings(write):
+    """The lines after dynamo's warning-level traceback are its own only at its level: slurmstepd's are not."""
+    root = diagnose([write("job.log", _WONT_CONVERT + (
+        "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0. Some of your processes may have been killed "
+        "by the cgroup out-of-memory handler.\n"))]).root_cause
+    assert root.pattern == "host_oom.slurm_cgroup_oom", root
 
 
 def test_lightnings_child_failed_line_names_the_failed_childs_rank(write):
@@ -436,3 +456,29 @@ def test_lightnings_child_failed_line_names_the_failed_childs_rank(write):
 def test_a_samplers_invalid_rank_names_the_rank_and_the_configuration(write):
     root = diagnose([write("job.log", "ValueError: Invalid rank 4, rank should be in the interval [0, 3]\n")]).root_cause
     assert (root.category, root.rank) == ("config", 4), root
+
+
+def test_error_codes_printed_under_a_generic_exception_name_its_kind(write):
+    """torch_npu prints the device's error codes under the exception they explain: they say what failed."""
+    # (https://github.com/vllm-project/vllm-ascend/issues/1443)
+    root = diagnose([write("job.log", (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.10/site-packages/torch_npu/npu/utils.py", line 60, in synchronize\n'
+        "    return torch_npu._C._npu_synchronize()\n"
+        "RuntimeError: npuSynchronizeDevice:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:479 NPU function error: "
+        "AclrtSynchronizeDeviceWithTimeout, error code is 507048\n"
+        "[Error]: The execution of the internal task times out.\n"
+        "EI0002: [PID: 13075] 2025-06-25-10:45:23.586.187 The wait execution of the Notify register times out. Reason: "
+        "The Notify register has not received the Notify record from remote rank: [unknown].\n"))]).root_cause
+    assert root.category == "nccl" and "EI0002: " in root.message, root
+
+
+def test_another_ranks_error_under_a_generic_exception_does_not_take_its_root(write):
+    root = diagnose([write("job.log", (
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "train.py", line 9, in <module>\n'
+        "[rank0]:     step(batch)\n"
+        "[rank0]: RuntimeError: the reducer lost bucket 3\n"
+        "[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited\n"
+    ))]).root_cause
+    assert (root.rank, root.message) == (0, "RuntimeError: the reducer lost bucket 3"), root

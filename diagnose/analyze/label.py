@@ -90,7 +90,7 @@ def build_events(
         ev = _chain_event(c, rows, df, display, patterns, ctx)
         if ev:
             events.append(ev)
-            if ev.role == levels.WARNED and rows:  # (its message's next lines, unjoined, are the warning's too)
+            if ev.role == levels.WARNED and rows:  # (its message's next lines at the same level are the warning's too)
                 warned.update((c.src, c.stream, rows[-1]["lineno"] + k) for k in (1, 2, 3))
     for s in spans.values():
         s.sort()
@@ -118,7 +118,7 @@ def build_events(
             if lineno <= ends.get(src, 0) - levels.LAST_LINES:
                 continue
             role = levels.LAST_WORD
-        if levels.warned(role, lead or "", msg, traceback=False) or (role == "root" and (src, stream, lineno) in warned):
+        if levels.warned(role, lead or "", msg, traceback=(src, stream, lineno) in warned):
             role = levels.WARNED
         rank, local, host, basis = rank_from(rank, local, host, msg, ctx)
         if rank is None and local is None and (src, lineno) in beside:

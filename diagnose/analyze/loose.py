@@ -25,10 +25,11 @@ _ERROR_WORDS = (ERROR_LINE, GENERIC, "fallback.module_not_found")
 
 def loose_roots(events: list[Event], ctx: JobContext, failed: bool = False) -> list[Event]:
     """The likeliest roots where no pattern names a failure: error lines no pattern knows, and a failure's words
-    said in a warning (levels.WARNED) where the logs show that the job failed (an error line, a launcher's report
-    of a failed process, a logger's last error, a traceback cut before its exception: `failed`), after them."""
+    said in a warning (levels.WARNED) where the logs show that the job failed in the process's own words (an error
+    line, a logger's last error, a traceback cut before its exception: `failed`), after them. A launcher's report
+    alone says only that a process failed, and every process prints a routine warning: it says more than one."""
     loose = [e for e in events if e.role == "fallback" and loose_root(e, ctx)]
-    if loose or failed or any(e.role in ("symptom", LAST_WORD) for e in events):
+    if loose or failed or any(e.role == LAST_WORD for e in events):
         loose += [e for e in events if e.role == WARNED]
     return loose
 

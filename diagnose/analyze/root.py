@@ -11,7 +11,7 @@ import regex
 from diagnose.analyze.context import JobContext
 from diagnose.analyze.kills import KILL_REPORTS, kill_cause
 from diagnose.analyze.label import GENERIC, _PEER_GONE, _RELAYS, _TIMEOUTS, _WAITED
-from diagnose.analyze.levels import LAST_WORD
+from diagnose.analyze.levels import LAST_WORD, WARNED
 from diagnose.analyze.loose import loose_rank, loose_roots
 from diagnose.analyze.summary_entries import in_summary_entry, killed_after_root_cause, named_by_summary
 from diagnose.model import Event, Frame, RootCause
@@ -119,11 +119,14 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
                 if line.rank is None:
                     line.rank, line.local_rank, line.host = root.rank, root.local_rank, root.host
                 root = line
-        if root.pattern in _UNNAMED_ABORTS:
+        generic = root.pattern == GENERIC and root.kind == "traceback"
+        if root.pattern in _UNNAMED_ABORTS or generic:
             # an uncaught C++ exception of no named kind, and a named failure printed just under it (two threads
-            # of one process dying): the named one says what happened
-            named = [e for e in lines if e.category != "unknown" and e.evidence.file == root.evidence.file
-                     and 0 < e.evidence.line - root.evidence.line <= _NEIGHBOURS]
+            # of one process dying): the named one says what happened; and a generic exception with its error codes
+            # printed under it by the same process (torch_npu's `EI0002: … Notify register times out`)
+            named = [e for e in (lines + comm if generic else lines) if e.category != "unknown"
+                     and e.evidence.file == root.evidence.file and 0 < e.evidence.line - root.evidence.line <= _NEIGHBOURS
+                     and (not generic or e.rank == root.rank)]
             if named:
                 root = min(named, key=lambda e: e.evidence.line)
         if root.pattern in _NATIVE_CRASHES:
@@ -173,7 +176,8 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         later = in_summary_entry(ctx)  # (torchrun's other failures come after its Root Cause)
         loose.sort(key=lambda e: (loose_rank(e), e.pattern != GENERIC, later(e), e.order))
         root = named_by_summary(loose[0], loose, ctx)
-        notes = {"confidence": "low", "no_pattern": True, **_corroborated_rank(root, events, starts)}
+        # (a warning every process prints takes no rank from another line)
+        notes = {"confidence": "low", "no_pattern": True, **({} if root.role == WARNED else _corroborated_rank(root, events, starts))}
         return root, [e for e in loose[1:] if _same_failure(root, e)], notes
     # Only the launcher's word that something failed: an honest "unknown", pointing at where to look.
     said = [e for e in events if e.role == "symptom"]
