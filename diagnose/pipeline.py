@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from diagnose.read import attribute, collect, rejoin, scan, scan_deadline, timeline
-from diagnose.analyze import context, explain, findings, label, loose, root as choose, summaries, tracebacks
+from diagnose.analyze import context, duplicates, explain, findings, label, loose, root as choose, summaries, tracebacks
 from diagnose.patterns import library as patterns_mod
 from diagnose.model import Diagnosis
 
@@ -43,6 +43,7 @@ def diagnose(
     multi = set(df.group_by("src").agg(pl.col("stream").n_unique().alias("n")).filter(pl.col("n") > 1)["src"].to_list())
     chains = tracebacks.assemble(df, multi)
     events = label.build_events(df, chains, sources, by_id, ctx)
+    events += [e for e in (duplicates.duplicate_rank(df, sources, by_id),) if e]
     cut = label.cut_traceback(chains, sources, ctx, by_id)
     root_ev, same, notes = choose.choose_root(events, ctx, by_id, label.traceback_starts(chains, sources, ctx),
                                               failed=cut is not None)

@@ -482,3 +482,37 @@ def test_another_ranks_error_under_a_generic_exception_does_not_take_its_root(wr
         "[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited\n"
     ))]).root_cause
     assert (root.rank, root.message) == (0, "RuntimeError: the reducer lost bucket 3"), root
+
+
+def test_a_ray_workers_lines_take_the_rank_one_of_them_states(write):
+    """Ray prefixes a worker's lines with its pid: torch's `[rank2]:` on one of them is the rank of all of them."""
+    # (https://github.com/vllm-project/vllm/issues/13121)
+    root = diagnose([write("job.log", (
+        "(RayWorkerWrapper pid=1061) ERROR 02-12 02:14:01 worker_base.py:574] RuntimeError: Gloo connectFullMesh failed "
+        "with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n"
+        "(RayWorkerWrapper pid=1061) [rank2]:[E212 02:14:01.179080356 ProcessGroupGloo.cpp:143] Gloo connectFullMesh "
+        "failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n"
+        "(RayWorkerWrapper pid=1062) INFO 02-12 02:14:01 worker_base.py:100] [rank3] waiting\n"))]).root_cause
+    assert (root.category, root.rank) == ("nccl", 2), root
+
+
+def test_two_ranks_on_one_pid_give_none_to_its_other_lines(write):
+    root = diagnose([write("job.log", (
+        "(TaskRunner pid=7) ERROR worker_base.py:574] RuntimeError: Gloo connectFullMesh failed with [pair.cc:144] no error\n"
+        "(TaskRunner pid=7) [rank2]: step 1\n(TaskRunner pid=7) [rank3]: step 1\n"))]).root_cause
+    assert root.rank is None, root
+
+
+def test_two_processes_announcing_one_global_rank_are_the_root(write):
+    """Each node spawning its processes as if it were the first (https://github.com/NVIDIA-NeMo/Speech/issues/5819)."""
+    root = diagnose([write("job.log", "".join(
+        f"{node}: Initializing distributed: GLOBAL_RANK: {g}, MEMBER: {g + 1}/8\n" for node in (0, 1) for g in (1, 2, 3)))]).root_cause
+    assert (root.pattern, root.evidence.line) == ("config.duplicate_global_rank", 4), root
+
+
+def test_each_process_announcing_its_own_global_rank_is_no_failure(write):
+    log = "".join(f"{node}: Initializing distributed: GLOBAL_RANK: {4 * node + g}, MEMBER: {4 * node + g + 1}/8\n"
+                  for node in (0, 1) for g in range(4))
+    # (and a restart in one stream announcing its rank again)
+    log += "0: Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/8\n"
+    assert diagnose([write("job.log", log + _STEPS)]).root_cause is None

@@ -29,6 +29,8 @@ _NCCL_RANK = regex.compile(
     r"(?:.*?\bcomm 0x[0-9a-f]+ rank (?P<rank>\d+) n[Rr]anks (?P<n>\d+)|Ring 00 : (?P<ring>\d+)(?:\[\w+\])? ->)")
 # one process in all: its rank is 0 (also LAVIS's `| distributed init (rank 0, world 1): env://`)
 _ONE_PROCESS = regex.compile(r"\b(?:world[_ ]size|WORLD_SIZE|dist_world_size)(?: is|=|:| =)\s*1\b(?![.\d])|\(rank 0, world 1\)")
+# one process a node (torch.distributed.launch's and torchrun's `--nproc_per_node=1`): rank 0 on the one node shown
+_ONE_PER_NODE = regex.compile(r"--nproc[_-]per[_-]node[= ]1\b")
 # the job runs on one node: a local rank is then the global rank. torchrun's `--nnodes=1` (quoted or not),
 # `max_nodes: 1`, `--standalone`, its rendezvous result with one agent (`group_world_size=1`); DeepSpeed's
 # runner without a hostfile (it then runs on this host only) and its launcher's WORLD INFO DICT with a single host
@@ -120,6 +122,7 @@ class JobContext:
     one_node: bool = False  # the logs say the job ran on one node (see _ONE_NODE)
     many_nodes: bool = False  # the logs show another node (several hosts, a node rank > 0, …): outweighs one_node
     one_process: bool = False  # the logs say the world size is 1
+    one_per_node: bool = False  # the launcher was told one process a node (`--nproc_per_node=1`)
     nccl_ranks: dict[tuple[str, int], tuple[int, int, int]] = field(default_factory=dict)  # (host, pid) → (rank, src, line)
 
     @property
@@ -207,7 +210,7 @@ def read_context(df: pl.DataFrame) -> JobContext:
             r"arguments ---|memory \(MB\) \||"
             r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd|"
             r"global_rank_mapping=|(?i:nnodes|node[_-]rank)|(?:min|max)_nodes|--standalone|hostfile|WORLD INFO DICT|"
-            r"(?i:world[_ ]size)|\(rank 0, world 1\)|num_machines|SLURM_(?:JOB_)?NNODES|NCCL INFO (?:.*comm 0x|Ring 00)"
+            r"(?i:world[_ ]size)|\(rank 0, world 1\)|--nproc[_-]per[_-]node[= ]1\b|num_machines|SLURM_(?:JOB_)?NNODES|NCCL INFO (?:.*comm 0x|Ring 00)"
         )
     ).select("src", "lineno", "msg", "ts", "time")
     in_root = False
@@ -266,6 +269,8 @@ def read_context(df: pl.DataFrame) -> JobContext:
             ctx.many_nodes = True
         if _ONE_PROCESS.search(msg):
             ctx.one_process = True
+        if _ONE_PER_NODE.search(msg):
+            ctx.one_per_node = True
         if m := _WORLD.search(msg):
             ctx.parallel = {
                 "world_size": int(m["world"]), "data_parallel_size": int(m["dp"]),

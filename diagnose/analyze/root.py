@@ -344,10 +344,11 @@ def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, P
         if len(first) == 1:
             rank = first.pop()
             details["rank_from"] = "torchrun failure summary (Root Cause)"
-    if rank is None and (ctx.one_process or ctx.world_size == 1):
-        # one process in all (a communication error included: there is no other rank to blame)
+    if rank is None and (ctx.one_process or ctx.world_size == 1 or (ctx.one_per_node and ctx.local_is_global())):
+        # one process in all (a communication error included: there is no other rank to blame); or one a node, on
+        # the one node the logs show
         rank = 0
-        details["rank_from"] = "world size 1"
+        details["rank_from"] = "world size 1" if not ctx.one_per_node else "one process a node, on the only node shown"
     if rank is not None and rank == root.rank and "rank_from" in root.details:
         details.setdefault("rank_from", root.details["rank_from"])
     cf = next((f for f in ctx.failures if f.root and f.rank is not None and f.rank == rank), None)

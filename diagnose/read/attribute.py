@@ -58,6 +58,11 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
         local_rank=pl.coalesce(pl.col("_local"), src_local),
         task=pl.coalesce(pl.col("_task"), src_task),
     )
+    # a process's lines (a Ray worker's `(Name pid=N) `) take the one rank another of its lines states
+    proc = ["src", "_host", "_pid"]
+    told = pl.col("_rank").drop_nulls()
+    df = df.with_columns(_rank=pl.when(pl.col("_rank").is_null() & pl.col("_pid").is_not_null() & (told.n_unique().over(proc) == 1))
+                         .then(told.max().over(proc)).otherwise(pl.col("_rank")))
     # srun's task label is the rank when nothing finer is on the line (srun launched the ranks itself).
     df = df.with_columns(
         rank=pl.coalesce(pl.col("_rank"), pl.when(pl.col("local_rank").is_null() & ~pl.col("_tee")).then(pl.col("task")))

@@ -114,6 +114,7 @@ KEEP_LITERAL = [
     r"max_nodes\s*[:=]\s*1\b",
     r"--standalone\b",
     r"(?:world[_ ]size|WORLD_SIZE)(?: is|=|:| =) ?1\b",
+    r"--nproc[_-]per[_-]node[= ]1\b",  # one process a node (analyze/context.py)
     r"\(rank 0, world 1\)",  # LAVIS's and BLIP's `| distributed init (rank 0, world 1): env://`
     r"On WorkerInfo\(id=\d",  # torch RPC's header above a remote exception (analyze/ranks.py)
     # traceback structure behind a prefix the anchored shapes above do not know (normalize peels it)
