@@ -516,3 +516,85 @@ def test_each_process_announcing_its_own_global_rank_is_no_failure(write):
     # (and a restart in one stream announcing its rank again)
     log += "0: Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/8\n"
     assert diagnose([write("job.log", log + _STEPS)]).root_cause is None
+
+
+
+# (logs a second read wrote against the rules of batch 58)
+def test_a_launchers_banner_under_a_generic_exception_does_not_take_its_root(write):
+    root = diagnose([write("job.log", (
+        'Epoch 1:  45%|████▌     | 450/1000 [02:10<02:39,  3.45it/s, loss=2.13]\n'
+        'Traceback (most recent call last):\n'
+        '  File "/home/u/proj/train.py", line 88, in <module>\n'
+        '    trainer.fit(model, dm)\n'
+        '  File "/home/u/proj/model.py", line 41, in training_step\n'
+        '    n = x.size(0)\n'
+        "AttributeError: 'NoneType' object has no attribute 'size'\n"
+        'srun: error: gpu-node07: task 0: Exited with exit code 1\n'
+        'srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n'
+        'slurmstepd: error: *** STEP 4412.0 ON gpu-node07 CANCELLED AT 2024-05-01T10:00:02 ***\n'
+        'srun: error: gpu-node07: task 1: Terminated\n'
+    ))]).root_cause
+    assert root.pattern == "python.exception" and root.message.startswith("AttributeError"), root
+
+
+def test_a_peers_nccl_warn_under_a_generic_exception_does_not_take_its_root(write):
+    root = diagnose([write("job.log", (
+        'Epoch 0 step 100 loss 2.31\n'
+        'Traceback (most recent call last):\n'
+        '  File "/workspace/train.py", line 210, in <module>\n'
+        '    main()\n'
+        '  File "/workspace/train.py", line 95, in prepare\n'
+        '    raise ValueError(f"sequence length {n} exceeds max_position_embeddings 2048")\n'
+        'ValueError: sequence length 4096 exceeds max_position_embeddings 2048\n'
+        '\n'
+        'WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2346 closing signal SIGTERM\n'
+        'node1:2346:2390 [1] NCCL WARN Net : Connection closed by remote peer node1<45311>\n'
+        'ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 2345) of binary: /usr/bin/python\n'
+    ))]).root_cause
+    assert root.message.startswith("ValueError: sequence length"), root
+
+
+def test_ray_tune_trials_announcing_their_ranks_again_are_no_collision(write):
+    assert diagnose([write("job.log", (
+        '2024-06-01 10:00:00,000\tINFO tune.py:614 -- [output] This uses the legacy output and progress reporter, as Jupyter notebooks are not supported by the new engine, yet.\n'
+        '(RayTrainWorker pid=4101, ip=10.0.0.5) Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n'
+        '(RayTrainWorker pid=4102, ip=10.0.0.5) Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n'
+        '(RayTrainWorker pid=4101, ip=10.0.0.5) ----------------------------------------------------------------------------------------------------\n'
+        '(RayTrainWorker pid=4101, ip=10.0.0.5) distributed_backend=nccl\n'
+        '(RayTrainWorker pid=4101, ip=10.0.0.5) All distributed processes registered. Starting with 2 processes\n'
+        '(RayTrainWorker pid=4101, ip=10.0.0.5) Epoch 0: 100%|██████████| 50/50 [00:10<00:00,  4.90it/s, v_num=0, train_loss=0.512]\n'
+        '(RayTrainWorker pid=4101, ip=10.0.0.5) `Trainer.fit` stopped: `max_epochs=1` reached.\n'
+        '2024-06-01 10:01:00,000\tINFO tune.py:1009 -- Trial TorchTrainer_a1b2c_00000 completed.\n'
+        '(RayTrainWorker pid=4311, ip=10.0.0.5) Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n'
+        '(RayTrainWorker pid=4312, ip=10.0.0.5) Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n'
+        '(RayTrainWorker pid=4311, ip=10.0.0.5) All distributed processes registered. Starting with 2 processes\n'
+        '(RayTrainWorker pid=4311, ip=10.0.0.5) Epoch 0: 100%|██████████| 50/50 [00:10<00:00,  4.90it/s, v_num=0, train_loss=0.498]\n'
+        '(RayTrainWorker pid=4311, ip=10.0.0.5) `Trainer.fit` stopped: `max_epochs=1` reached.\n'
+        '2024-06-01 10:02:00,000\tINFO tune.py:1009 -- Trial TorchTrainer_a1b2c_00001 completed.\n'
+        '2024-06-01 10:02:01,000\tINFO tune.py:1041 -- Total run time: 121.50 seconds (121.30 seconds for the tuning loop).\n'
+    ))]).root_cause is None
+
+
+def test_a_relays_stray_rank_is_not_lent_to_its_own_reports(write):
+    root = diagnose([write("job.log", (
+        '(CommandActor pid=553) INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers. Result:\n'
+        '(CommandActor pid=553)   restart_count=0\n'
+        '(CommandActor pid=553)   group_world_size=1\n'
+        '(CommandActor pid=553) [rank1]:[W501 10:00:00.000000000 ProcessGroupNCCL.cpp:4115] [PG ID 0 PG GUID 0 Rank 1]  using GPU 1 to perform barrier as devices used by this process are currently unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect. Specify device_ids in barrier() to force use of a particular device, or call init_process_group() with a device_id.\n'
+        '(CommandActor pid=553) Epoch 0 step 10 loss 2.1\n'
+        '(CommandActor pid=553) W0501 10:05:00.000000 553 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 4243 closing signal SIGTERM\n'
+        '(CommandActor pid=553) E0501 10:05:01.000000 553 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) local_rank: 0 (pid: 4242) of binary: /usr/bin/python\n'
+    ))]).root_cause
+    assert root.rank == 0, root
+
+
+def test_one_process_a_pod_is_no_single_node(write):
+    root = diagnose([write("job.log", (
+        '+ torchrun --nproc_per_node=1 --rdzv_backend=c10d --rdzv_endpoint=bert-ddp-master-0:23456 --rdzv_id=bert-ddp train.py --epochs 3\n'
+        'Loading dataset from /data/wiki\n'
+        'Traceback (most recent call last):\n'
+        '  File "/workspace/train.py", line 142, in <module>\n'
+        '    loss = model(**batch).loss\n'
+        'RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 13.10 GiB already allocated; 1.20 GiB free; 13.50 GiB reserved in total by PyTorch)\n'
+    ))]).root_cause
+    assert (root.category, root.rank) == ("oom", None), root

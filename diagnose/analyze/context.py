@@ -29,7 +29,7 @@ _NCCL_RANK = regex.compile(
     r"(?:.*?\bcomm 0x[0-9a-f]+ rank (?P<rank>\d+) n[Rr]anks (?P<n>\d+)|Ring 00 : (?P<ring>\d+)(?:\[\w+\])? ->)")
 # one process in all: its rank is 0 (also LAVIS's `| distributed init (rank 0, world 1): env://`)
 _ONE_PROCESS = regex.compile(r"\b(?:world[_ ]size|WORLD_SIZE|dist_world_size)(?: is|=|:| =)\s*1\b(?![.\d])|\(rank 0, world 1\)")
-# one process a node (torch.distributed.launch's and torchrun's `--nproc_per_node=1`): rank 0 on the one node shown
+# one process a node (torch.distributed.launch's and torchrun's `--nproc_per_node=1`): rank 0 where the job ran on one node
 _ONE_PER_NODE = regex.compile(r"--nproc[_-]per[_-]node[= ]1\b")
 # the job runs on one node: a local rank is then the global rank. torchrun's `--nnodes=1` (quoted or not),
 # `max_nodes: 1`, `--standalone`, its rendezvous result with one agent (`group_world_size=1`); DeepSpeed's

@@ -19,13 +19,20 @@ def duplicate_rank(df: pl.DataFrame, sources: list[Source], patterns: dict[str, 
     said = df.filter(pl.col("pid") == ANNOUNCED) if p is not None else df.clear()
     if said.height < 2:
         return None
-    said = said.with_columns(g=pl.col("msg").str.extract(r"GLOBAL_RANK: (\d+)").cast(pl.Int64)).filter(
+    said = said.with_columns(g=pl.col("msg").str.extract(r"GLOBAL_RANK: (\d+)").cast(pl.Int64),
+                             n=pl.col("msg").str.extract(r"MEMBER: \d+/(\d+)").cast(pl.Int64)).filter(
         pl.col("g").is_not_null()).sort("src", "lineno")
-    first: dict[tuple[int, int], str] = {}  # (file, global rank) -> the process (stream) that announced it first
-    for src, line, stream, g, msg, t, ot in said.select("src", "lineno", "stream", "g", "msg", "time", "order_time").iter_rows():
-        owner = first.setdefault((src, g), stream)
-        if owner != stream:  # (a restart in the same stream announces its own rank again: no collision)
+    # file -> global rank -> the process (stream) that announced it in this round; a round ends when all N ranks were
+    # announced (a restart of the workers, the next trial of a sweep, announce them all again)
+    rounds: dict[int, dict[int, str]] = {}
+    for src, line, stream, g, n, msg, t, ot in said.select("src", "lineno", "stream", "g", "n", "msg", "time",
+                                                          "order_time").iter_rows():
+        seen = rounds.setdefault(src, {})
+        if seen.get(g, stream) != stream:  # (a restart in the same stream announces its own rank again: no collision)
             display = {s.index: s.display for s in sources}
             return Event(kind="line", category=p.category, pattern=p.id, role="root", message=msg.strip(),
                          evidence=Evidence(display[src], line), time=t, order=(ot is None, ot or datetime.min, src, line))
+        seen[g] = stream
+        if n is not None and len(seen) >= n:
+            seen.clear()
     return None

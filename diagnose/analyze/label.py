@@ -97,10 +97,11 @@ def build_events(
     lines = df.filter(pl.col("pid").is_not_null())
     beside = rank_beside(df)
     # one Python list per column, zipped: thousands of ranks' timeouts are thousands of rows
-    cols = ("src", "lineno", "pid", "msg", "time", "order_time", "rank", "local_rank", "host", "stream", "lead")
+    cols = ("src", "lineno", "pid", "msg", "time", "order_time", "rank", "local_rank", "host", "stream", "lead", "proc_rank",
+            "proc_rank_line")
     rows = list(zip(*(lines.get_column(c).to_list() for c in cols)))
     matched = {(r[0], r[1]) for r in rows}
-    for src, lineno, pid, msg, t, order_t, rank, local, host, stream, lead in rows:
+    for src, lineno, pid, msg, t, order_t, rank, local, host, stream, lead, prank, prank_line in rows:
         if (src, lineno) in in_chain:
             continue
         if msg.lstrip().startswith("raise ") and (src, lineno + 1) in matched:
@@ -124,6 +125,8 @@ def build_events(
         if rank is None and local is None and (src, lineno) in beside:
             rank, line = beside[(src, lineno)]
             basis = {"rank_from": f"{display[src]}:{line}"}
+        if rank is None and local is None and prank is not None and role != "symptom":  # (its process's other line)
+            rank, basis = prank, {"rank_from": f"{display[src]}:{prank_line}"}
         events.append(
             Event(
                 kind="line", category=p.category, pattern=p.id, role=role, message=msg.strip(),

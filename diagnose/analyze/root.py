@@ -122,11 +122,11 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
         generic = root.pattern == GENERIC and root.kind == "traceback"
         if root.pattern in _UNNAMED_ABORTS or generic:
             # an uncaught C++ exception of no named kind, and a named failure printed just under it (two threads
-            # of one process dying): the named one says what happened; and a generic exception with its error codes
-            # printed under it by the same process (torch_npu's `EI0002: … Notify register times out`)
+            # of one process dying): the named one says what happened; and a generic exception with the error codes
+            # torch_npu prints under it (`EI0002: … Notify register times out`; no other line: a peer's, a launcher's)
             named = [e for e in (lines + comm if generic else lines) if e.category != "unknown"
                      and e.evidence.file == root.evidence.file and 0 < e.evidence.line - root.evidence.line <= _NEIGHBOURS
-                     and (not generic or e.rank == root.rank)]
+                     and (not generic or (e.rank == root.rank and _ASCEND_CODE.match(e.message)))]
             if named:
                 root = min(named, key=lambda e: e.evidence.line)
         if root.pattern in _NATIVE_CRASHES:
@@ -215,6 +215,8 @@ _SLURM_REASONS = ("slurm.time_limit", "slurm.preemption", "slurm.node_failure", 
 _SILENT_KILL = "host_oom.launcher_killed_silently"
 _RETURN_CODE = regex.compile(r"exits with return code = (-?\d+)")
 
+# CANN's error codes (`EI0002: `, `EJ0003: `), which torch_npu prints under the exception they explain
+_ASCEND_CODE = regex.compile(r"E[A-Z]\d{4}: ")
 # C++ exceptions that name no kind of failure, and how far below one a named failure is the same crash's
 _UNNAMED_ABORTS = ("unknown.cpp_exception",)
 _NEIGHBOURS = 6
@@ -344,11 +346,11 @@ def make_root(root: Event, same: list[Event], notes: dict, patterns: dict[str, P
         if len(first) == 1:
             rank = first.pop()
             details["rank_from"] = "torchrun failure summary (Root Cause)"
-    if rank is None and (ctx.one_process or ctx.world_size == 1 or (ctx.one_per_node and ctx.local_is_global())):
+    if rank is None and (ctx.one_process or ctx.world_size == 1 or (ctx.one_per_node and ctx.one_node and ctx.local_is_global())):
         # one process in all (a communication error included: there is no other rank to blame); or one a node, on
-        # the one node the logs show
+        # the one node the logs say the job ran on (one process a pod is the usual multi-node shape)
         rank = 0
-        details["rank_from"] = "world size 1" if not ctx.one_per_node else "one process a node, on the only node shown"
+        details["rank_from"] = "world size 1" if not ctx.one_per_node else "one process a node, on one node"
     if rank is not None and rank == root.rank and "rank_from" in root.details:
         details.setdefault("rank_from", root.details["rank_from"])
     cf = next((f for f in ctx.failures if f.root and f.rank is not None and f.rank == rank), None)

@@ -58,11 +58,13 @@ def attribute(frame: pl.DataFrame, sources: list[Source]) -> pl.DataFrame:
         local_rank=pl.coalesce(pl.col("_local"), src_local),
         task=pl.coalesce(pl.col("_task"), src_task),
     )
-    # a process's lines (a Ray worker's `(Name pid=N) `) take the one rank another of its lines states
+    # the one rank that a process's lines (a Ray worker's `(Name pid=N) `) state, and the first line that states it: a
+    # rank for a line of that process that names none (analyze/label.py; a relay's own reports name theirs)
     proc = ["src", "_host", "_pid"]
     told = pl.col("_rank").drop_nulls()
-    df = df.with_columns(_rank=pl.when(pl.col("_rank").is_null() & pl.col("_pid").is_not_null() & (told.n_unique().over(proc) == 1))
-                         .then(told.max().over(proc)).otherwise(pl.col("_rank")))
+    one = pl.col("_pid").is_not_null() & (told.n_unique().over(proc) == 1)
+    df = df.with_columns(proc_rank=pl.when(one).then(told.max().over(proc)),
+                         proc_rank_line=pl.when(one).then(pl.col("lineno").filter(pl.col("_rank").is_not_null()).min().over(proc)))
     # srun's task label is the rank when nothing finer is on the line (srun launched the ranks itself).
     df = df.with_columns(
         rank=pl.coalesce(pl.col("_rank"), pl.when(pl.col("local_rank").is_null() & ~pl.col("_tee")).then(pl.col("task")))
