@@ -534,7 +534,8 @@ def test_a_launchers_banner_under_a_generic_exception_does_not_take_its_root(wri
         'slurmstepd: error: *** STEP 4412.0 ON gpu-node07 CANCELLED AT 2024-05-01T10:00:02 ***\n'
         'srun: error: gpu-node07: task 1: Terminated\n'
     ))]).root_cause
-    assert root.pattern == "python.exception" and root.message.startswith("AttributeError"), root
+    # (and its rank is the task srun saw exit non-zero, not the one it terminated after)
+    assert (root.pattern, root.rank) == ("python.exception", 0) and root.message.startswith("AttributeError"), root
 
 
 def test_a_peers_nccl_warn_under_a_generic_exception_does_not_take_its_root(write):
@@ -598,3 +599,16 @@ def test_one_process_a_pod_is_no_single_node(write):
         'RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 13.10 GiB already allocated; 1.20 GiB free; 13.50 GiB reserved in total by PyTorch)\n'
     ))]).root_cause
     assert (root.category, root.rank) == ("oom", None), root
+
+
+def test_a_generic_exception_before_the_steps_oom_kill_is_its_consequence(write):
+    """slurmstepd reports the step's OOM kill as the step ends, after the errors of the processes left."""
+    # (Ray Tune under SLURM: https://github.com/ray-project/ray/issues/14394)
+    root = diagnose([write("job.log", (
+        "Traceback (most recent call last):\n"
+        '  File "tune_run.py", line 40, in <module>\n'
+        "    tune.run(train, num_samples=8)\n"
+        "ray.tune.error.TuneError: ('Trials did not complete', [seed:5591])\n"
+        "slurmstepd: error: Detected 8 oom-kill event(s) in step 59137890.batch cgroup. Some of your processes may have "
+        "been killed by the cgroup out-of-memory handler.\n"))]).root_cause
+    assert root.pattern == "host_oom.slurm_cgroup_oom", root

@@ -37,10 +37,10 @@ def choose_root(events: list[Event], ctx: JobContext, patterns: dict[str, Patter
     first_tb = min(tracebacks, key=lambda e: e.order, default=None)
     consequence = None
     if first_tb is not None and first_tb.pattern == GENERIC and any(
-            e.order < first_tb.order for e in lines + [e for e in comm if e.pattern in _NCCL_DETAIL]):
+            e.order < first_tb.order or e.pattern == _STEP_OOM for e in lines + [e for e in comm if e.pattern in _NCCL_DETAIL]):
         # a generic exception after a named failure is its consequence (a loss scale run down to 0 ends
         # in a ZeroDivisionError; an allocator's error line before a generic re-raise; NCCL's refused
-        # connection before mp.spawn's `Exception: -- Process 1 terminated`)
+        # connection before mp.spawn's `Exception: -- Process 1 terminated`), and so is one before the step's OOM kill
         tracebacks, consequence = [], first_tb
     for tier in (tracebacks, lines, comm):
         if not tier:
@@ -215,6 +215,7 @@ _SLURM_REASONS = ("slurm.time_limit", "slurm.preemption", "slurm.node_failure", 
 _SILENT_KILL = "host_oom.launcher_killed_silently"
 _RETURN_CODE = regex.compile(r"exits with return code = (-?\d+)")
 
+_STEP_OOM = "host_oom.slurm_cgroup_oom"  # (slurmstepd reports it as the step ends, after the processes' errors)
 # CANN's error codes (`EI0002: `, `EJ0003: `), which torch_npu prints under the exception they explain
 _ASCEND_CODE = regex.compile(r"E[A-Z]\d{4}: ")
 # C++ exceptions that name no kind of failure, and how far below one a named failure is the same crash's

@@ -22,6 +22,8 @@ _MARGIN = regex.compile(grammar.GROUP_MARGIN)
 _FRAME = regex.compile(grammar.FRAME)
 _FRAME_NO_COMMA = regex.compile(r'File "(?P<file>[^"]*)", line (?P<line>\d+) in (?P<func>.*)$')
 MAX_CONTINUATION = 30
+# SLURM's own lines, printed into the same stream as the job's: never the continuation of an exception's message
+_LAUNCHERS = ("srun: ", "slurmstepd: ")
 
 
 @dataclass
@@ -131,7 +133,8 @@ def _walk(stream, rows, multi_stream_srcs, chains):
         elif state == "exc":
             if r[_CHAIN]:
                 linked = True
-            elif not linked and gap_ok and not r[_BLANK] and (r[_TS] is None or r[_STAMP]) and not r[_RECORD] and len(block.continuation) < MAX_CONTINUATION:
+            elif (not linked and gap_ok and not r[_BLANK] and (r[_TS] is None or r[_STAMP]) and not r[_RECORD]
+                  and len(block.continuation) < MAX_CONTINUATION and not text.lstrip().startswith(_LAUNCHERS)):
                 block.continuation.append((r[_LINENO], text.rstrip()))
                 block.text.append(text)
                 chain.rows.append(dict(zip(_COLS, r)))
