@@ -30,7 +30,8 @@ LAST_LINES = 2  # "the log ends on it": its file's last line, or the one before 
 # `[WARNING] `: the frame runs uncompiled). The program went on; such a line is a root only where the logs show that
 # the job failed and nothing else names why.
 _PY_WARNING = regex.compile(r"(?:\.py|>):\d+: [A-Z]\w*Warning: ")
-_WARN_COLUMN = regex.compile(r"^\[?W\d{4} \d\d:\d\d:\d\d|(?:^|[\s\[|:-])WARN(?:ING)?(?:[\s\]|:-]|$)")
+# a logger's warning level: `WARNING`, `[W]`, glog's `W0711 12:00:05…` (analyze/loose.py reads it too)
+WARNING_LEVEL = regex.compile(r"\bWARN(?:ING)?\b|\[W(?:ARN(?:ING)?)?\]|^\[?W\d{4} \d\d:")
 _WARN_INLINE = regex.compile(r"^(?:\[[^\]]{1,40}\] )?(?:[\w.]+: )?(?:\[WARN(?:ING)?\] |WARN(?:ING)?:[\w.]*:)")
 
 
@@ -41,7 +42,7 @@ def warned(role: str, lead: str, msg: str, traceback: bool) -> bool:
     if "Traceback (most recent call last)" in msg:
         return False  # (a pasted log flattened to one line: the warning, then the traceback that failed)
     if traceback:
-        return bool(_WARN_COLUMN.search(lead) or _WARN_INLINE.match(msg))
+        return bool(WARNING_LEVEL.search(lead) or _WARN_INLINE.match(msg))
     # (a line's own logger column at warning level is no sign: NCCL, fairseq and torchelastic report failures there)
     return bool(_PY_WARNING.search(msg))
 

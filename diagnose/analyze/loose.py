@@ -7,7 +7,7 @@ import regex
 
 from diagnose.analyze.context import JobContext
 from diagnose.analyze.label import ERROR_LINE, GENERIC
-from diagnose.analyze.levels import LAST_WORD, WARNED
+from diagnose.analyze.levels import LAST_WORD, WARNED, WARNING_LEVEL
 from diagnose.model import Event
 from diagnose.patterns import library
 from diagnose.patterns.library import Pattern
@@ -19,7 +19,6 @@ _NCCL_ORIGIN = regex.compile(grammar.NCCL_ORIGIN)
 # a line logged at warning level (`wandb: WARNING Retrying request after error: …`, `WARNING  Error: could not read
 # .netrc`): the program said it goes on; an error word in it names no failure (NCCL's `WARN` is its failure report,
 # a fallback of its own)
-_WARNING_LEVEL = regex.compile(r"\bWARN(?:ING)?\b|\[W(?:ARN(?:ING)?)?\]|^\[?W\d{4} \d\d:")
 _ERROR_WORDS = (ERROR_LINE, GENERIC, "fallback.module_not_found")
 
 
@@ -47,7 +46,7 @@ def loose_root(e: Event, ctx: JobContext) -> bool:
 
 
 def _at_warning_level(e: Event) -> bool:
-    return e.pattern in _ERROR_WORDS and bool(_WARNING_LEVEL.search(e.lead + e.message))
+    return e.pattern in _ERROR_WORDS and bool(WARNING_LEVEL.search(e.lead + e.message))
 
 
 def _joined_later(e: Event, ctx: JobContext) -> bool:
