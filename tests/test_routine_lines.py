@@ -117,6 +117,29 @@ HEALTHY = {
         "E0000 00:00:1712345678.123456   12345 cuda_dnn.cc:8310] Unable to register cuDNN factory: Attempting to "
         "register factory for plugin cuDNN when one has already been registered\n" + _STEPS
     ),
+    # NCCL tracing an error code it recovered from, in a process that then joined its communicator
+    "nccl_error_trace_then_init": (
+        "node-2:31337:31400 [0] NCCL INFO misc/socket.cc:567 -> 2\n"
+        "node-2:31337:31400 [0] NCCL INFO Connected all rings\n"
+        "node-2:31337:31400 [0] NCCL INFO comm 0x55d5c8a0 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n" + _STEPS
+    ),
+    # XLA's rendezvous warning, then its word that the wait ended (https://github.com/aklein4/nc-jax-demo, its README's log)
+    "xla_rendezvous_slow_then_unstuck": (
+        "E0915 03:15:02.160012     395 rendezvous.cc:108] [id=6] This thread has been waiting for `[1] [rank=1] "
+        "[run_id=2012504188] Initialize clique: devices=8:[0,1,2,3,4,5,6,7]; local_participants=8; communication_id=0; "
+        "incarnations=[]` for 10 seconds and may be stuck. All 8 threads joined the rendezvous, however the leader has "
+        "not marked the rendezvous as completed. Leader can be deadlocked inside the rendezvous callback.\n"
+        "E0915 03:15:25.101290     395 rendezvous.cc:130] [id=6] This thread is unstuck waiting for `[1] [rank=1] "
+        "[run_id=2012504188] Initialize clique: devices=8:[0,1,2,3,4,5,6,7]; local_participants=8; communication_id=0; "
+        "incarnations=[]` after 32.941385531s. All threads joined the rendezvous on time however the leader took long "
+        "time to complete it. Warning above was a false-positive. Perhaps the timeout is too short.\n"
+        "2026-09-15 03:15:25,197 step=1 loss=1.475494 seconds=40.485538\n" + _STEPS
+    ),
+    # a DeepSpeed config that names the field, and a library's notice of what it supports
+    "deepspeed_config_dump_and_support_notice": (
+        '  "stage3_prefetch_bucket_size": "auto",\n'
+        "INFO: only bf16 and fp32 are supported by the fused kernel; using the unfused path\n" + _STEPS
+    ),
 }
 
 
@@ -612,3 +635,22 @@ def test_a_generic_exception_before_the_steps_oom_kill_is_its_consequence(write)
         "slurmstepd: error: Detected 8 oom-kill event(s) in step 59137890.batch cgroup. Some of your processes may have "
         "been killed by the cgroup out-of-memory handler.\n"))]).root_cause
     assert root.pattern == "host_oom.slurm_cgroup_oom", root
+
+
+def test_an_xla_rendezvous_that_never_ends_names_the_hang(write):
+    """Without XLA's word that the wait ended, its `may be stuck` warning is the likeliest root (low confidence)."""
+    # (a two-host pmap called on one host only: https://github.com/jax-ml/jax/issues/22740)
+    d = diagnose([write("host0.log", (
+        "2024-07-29 17:14:59.920189: E external/xla/xla/service/rendezvous.cc:38] This thread has been waiting for "
+        "`initialize clique for rank 6; clique=devices=[0,1,2,3,4,5,6,7]; stream=0; run_id=724296073` for 10 seconds "
+        "and may be stuck. Expected 8 threads to join the rendezvous, but not all of them arrived on time.\n"))])
+    assert (d.root_cause.category, d.root_cause.pattern) == ("nccl", "fallback.xla_rendezvous_stuck"), d.root_cause
+
+
+def test_an_nccl_error_trace_of_a_process_that_never_joined_is_named(write):
+    # (Lightning FSDP on two DGX nodes in containers: https://github.com/NVIDIA/nccl/issues/1000)
+    d = diagnose([write("node.log", (
+        "dso-s1-r1-a100-03:2331:2666 [3] NCCL INFO Using network IBext\n"
+        "dso-s1-r1-a100-03:2330:2658 [2] NCCL INFO misc/socket.cc:567 -> 2\n"
+        "dso-s1-r1-a100-03:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2\n"))])
+    assert d.root_cause.pattern == "fallback.nccl_error_trace" and d.root_cause.evidence.line == 2, d.root_cause

@@ -124,6 +124,7 @@ class JobContext:
     one_process: bool = False  # the logs say the world size is 1
     one_per_node: bool = False  # the launcher was told one process a node (`--nproc_per_node=1`)
     nccl_ranks: dict[tuple[str, int], tuple[int, int, int]] = field(default_factory=dict)  # (host, pid) → (rank, src, line)
+    xla_unstuck: bool = False  # XLA said a rendezvous it had warned about completed after all (its false alarm)
 
     @property
     def world_size(self) -> int | None:
@@ -199,6 +200,9 @@ def _differing(dumps: list[dict]) -> dict:
     """Arguments whose values differ between the dumps printed by different nodes."""
     keys = set().union(*dumps) - {"rank", "local_rank"}
     return {k: sorted({str(d.get(k)) for d in dumps}) for k in sorted(keys) if len({str(d.get(k)) for d in dumps}) > 1}
+
+
+XLA_UNSTUCK = "nccl.xla_rendezvous_unstuck"
 
 
 def read_context(df: pl.DataFrame) -> JobContext:
@@ -313,6 +317,7 @@ def read_context(df: pl.DataFrame) -> JobContext:
                 ctx.rank_host[f.rank] = f.host
     ctx.many_nodes = ctx.many_nodes or _shows_many_nodes(df, ctx)
     ctx.nccl_ranks = _nccl_ranks(nccl, ctx.world_size)
+    ctx.xla_unstuck = "pid" in df.columns and df.get_column("pid").eq(XLA_UNSTUCK).any()
     return ctx
 
 

@@ -15,6 +15,7 @@ from diagnose.read import grammar
 
 # NCCL's connection retries of a process that went on to set up its communicator were a peer starting late
 _NCCL_ORIGIN = regex.compile(grammar.NCCL_ORIGIN)
+_NCCL_RECOVERABLE = ("fallback.nccl_connect_retry", "fallback.nccl_error_trace")
 
 # a line logged at warning level (`wandb: WARNING Retrying request after error: …`, `WARNING  Error: could not read
 # .netrc`): the program said it goes on; an error word in it names no failure (NCCL's `WARN` is its failure report,
@@ -42,6 +43,8 @@ def loose_rank(e: Event) -> int:
 
 def loose_root(e: Event, ctx: JobContext) -> bool:
     """May the fallback event e be the likeliest root?"""
+    if e.pattern == "fallback.xla_rendezvous_stuck" and ctx.xla_unstuck and "may be stuck" in e.message:
+        return False  # XLA said it was unstuck after all: its warning was a false alarm
     return not _joined_later(e, ctx) and not _at_warning_level(e)
 
 
@@ -50,7 +53,7 @@ def _at_warning_level(e: Event) -> bool:
 
 
 def _joined_later(e: Event, ctx: JobContext) -> bool:
-    m = _NCCL_ORIGIN.match(e.message) if e.pattern == "fallback.nccl_connect_retry" else None
+    m = _NCCL_ORIGIN.match(e.message) if e.pattern in _NCCL_RECOVERABLE else None
     return bool(m) and (m["host"], int(m["pid"])) in ctx.nccl_ranks
 
 

@@ -116,7 +116,8 @@ def _required(nodes, avoid: frozenset[str] | None = None) -> set[str] | None:
 
 # words that a healthy training log prints on every progress line: a gate on them opens on every line
 # (Megatron's prints `number of nan iterations:` on every one; `inf` is in `info`)
-_COMMON = frozenset({"loss", "step", "epoch", "iteration", "iter", "rank", "time", "grad", "batch", "info", "lr", "nan", "inf"})
+_COMMON = frozenset({"loss", "step", "epoch", "iteration", "iter", "rank", "time", "grad", "batch", "info", "lr", "nan", "inf",
+                     "nccl info"})  # (every line of NCCL_DEBUG=INFO)
 
 
 def gate_rank(cands: set[str], avoid: frozenset[str] | None = None) -> int:
