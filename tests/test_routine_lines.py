@@ -135,6 +135,11 @@ HEALTHY = {
         "time to complete it. Warning above was a false-positive. Perhaps the timeout is too short.\n"
         "2026-09-15 03:15:25,197 step=1 loss=1.475494 seconds=40.485538\n" + _STEPS
     ),
+    # torchvision's notice at import, printed bare: a `Failed to …:` is a root only where the log ends on it
+    "failed_to_at_start_up": (
+        "Failed to load image Python extension: libc10_cuda.so: cannot open shared object file: No such file or "
+        "directory\n" + _STEPS
+    ),
     # a DeepSpeed config that names the field, and a library's notice of what it supports
     "deepspeed_config_dump_and_support_notice": (
         '  "stage3_prefetch_bucket_size": "auto",\n'
@@ -654,3 +659,40 @@ def test_an_nccl_error_trace_of_a_process_that_never_joined_is_named(write):
         "dso-s1-r1-a100-03:2330:2658 [2] NCCL INFO misc/socket.cc:567 -> 2\n"
         "dso-s1-r1-a100-03:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2\n"))])
     assert d.root_cause.pattern == "fallback.nccl_error_trace" and d.root_cause.evidence.line == 2, d.root_cause
+
+
+def test_torch_1_9_failure_summary_names_its_rank(write):
+    """torch 1.9-1.10 wrote `Root Cause:` and unpadded keys (`  rank: 1 (local_rank: 1)`)."""
+    # (https://github.com/Sense-GVT/Fast-BEV/issues/9)
+    root = diagnose([write("job.log", (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "**************************************************\n"
+        "              tools/train.py FAILED               \n"
+        "==================================================\n"
+        "Root Cause:\n"
+        "[0]:\n"
+        "  time: 2023-03-05_20:42:07\n"
+        "  rank: 1 (local_rank: 1)\n"
+        "  exitcode: -11 (pid: 43458)\n"
+        "  error_file: <N/A>\n"
+        '  msg: "Signal 11 (SIGSEGV) received by PID 43458"\n'
+        "==================================================\n"
+        "Other Failures:\n"
+        "  <NO_OTHER_FAILURES>\n"))]).root_cause
+    assert root.rank == 1, root
+
+
+def test_a_spawned_childs_truncated_pickle_is_its_parents_kill(write):
+    """A spawned child reading its start-up data when its parent was killed: the kill is the root."""
+    # (https://github.com/OpenDriveLab/UniAD/issues/41)
+    root = diagnose([write("job.log", (
+        "[                                                  ] 0/6019, elapsed: 0s, ETA:Traceback (most recent call last):\n"
+        '  File "<string>", line 1, in <module>\n'
+        '  File "/envs/uniad/lib/python3.8/multiprocessing/spawn.py", line 116, in spawn_main\n'
+        "    exitcode = _main(fd, parent_sentinel)\n"
+        '  File "/envs/uniad/lib/python3.8/multiprocessing/spawn.py", line 127, in _main\n'
+        "    self = reduction.pickle.load(from_parent)\n"
+        "_pickle.UnpicklingError: pickle data was truncated\n"
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 8512) of binary: "
+        "/envs/uniad/bin/python\n"))]).root_cause
+    assert root.category == "host_oom" and root.evidence.line == 8, root

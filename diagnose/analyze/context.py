@@ -17,7 +17,8 @@ _WORLD = regex.compile(
 )
 _FIELD = regex.compile(r"^\s+(?P<k>time|host|rank|exitcode|error_file|traceback)\s+: (?P<v>.*?)\s*$"
                        # a paste that lost the indentation keeps the entry's rank and exit code recognisable
-                       r"|^(?P<k>rank|exitcode): (?P<v>-?\d+ \((?:local_rank|pid): -?\d+\).*?)\s*$")
+                       # (torch 1.9-1.10 wrote the keys unpadded: `  rank: 1 (local_rank: 1)`)
+                       r"|^\s*(?P<k>rank|exitcode): (?P<v>-?\d+ \((?:local_rank|pid): -?\d+\).*?)\s*$")
 # DeepSpeed's launcher: global_rank_mapping=defaultdict(<class 'list'>, {'10.0.0.1': [0, 1], '10.0.0.2': [2, 3]})
 _MAPPING = regex.compile(r"global_rank_mapping=.*?\{(?P<m>.*)\}")
 _MAPPING_HOST = regex.compile(r"'(?P<host>[^']+)': \[(?P<ranks>[\d, ]*)\]")
@@ -210,7 +211,7 @@ def read_context(df: pl.DataFrame) -> JobContext:
     msgs = df.filter(
         pl.col("msg").str.contains(
             r"^  \S+ \.{3,} |using world size:|Root Cause \(first observed|^Failures:|"
-            r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |^(?:rank|exitcode): -?\d+ \(|"
+            r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s+: |^\s*(?:rank|exitcode): -?\d+ \(|^Root Cause:\s*$|^Other Failures:|"
             r"arguments ---|memory \(MB\) \||"
             r"iteration\s+\d+/|CUDA_DEVICE_MAX_CONNECTIONS|NVIDIA |torch/distributed/run\.py|elastic|srun: |slurmstepd|"
             r"global_rank_mapping=|(?i:nnodes|node[_-]rank)|(?:min|max)_nodes|--standalone|hostfile|WORLD INFO DICT|"
@@ -282,10 +283,10 @@ def read_context(df: pl.DataFrame) -> JobContext:
                 "pipeline_model_parallel_size": int(m["pp"]),
             }
             continue
-        if "Root Cause (first observed" in msg:
+        if "Root Cause (first observed" in msg or msg.rstrip() == "Root Cause:":
             in_root = True
             continue
-        if msg.startswith("Failures:"):
+        if msg.startswith(("Failures:", "Other Failures:")):
             in_root = False
             continue
         if m := _FIELD.match(msg):

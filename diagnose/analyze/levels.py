@@ -22,6 +22,8 @@ _ERROR_LEAD_RX = regex.compile(_ERROR_LEAD)
 _FATAL_LEAD_RX = regex.compile(_FATAL_LEAD)
 LAST_WORD = "last_word"  # an Event role: see _ERROR_LEAD
 WARNED = "warned"  # an Event role: see warned()
+# a program's `Failed to …:` with no error word: a root only where the log ends on it (as an error line by its level)
+LAST_WORD_ONLY = "fallback.failed_to"
 LAST_LINES = 2  # "the log ends on it": its file's last line, or the one before (a shell prompt, a blank)
 
 # A failure's words in a warning: Python's warnings module (`conv.py:456: UserWarning: Plan failed with a

@@ -63,7 +63,7 @@ KEEP_OTHER_BODY = (
     r"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Group|Warning)\b"
     r"|Fatal Python error|Current thread 0x|Thread 0x"
     r"|" + SUMMARY_FIELD
-    + r"|(?:rank|exitcode): -?\d+ \((?:local_rank|pid): "  # (the same, pasted flush left)
+    + r"|\s*(?:rank|exitcode): -?\d+ \((?:local_rank|pid): "  # (the same, pasted flush left, or torch 1.9's unpadded keys)
     r"|  \S+ \.{3,} "
 )
 # Lines that carry a timestamp: kept only as far as the timeline needs them (see scan.thin_timestamps).
@@ -92,6 +92,8 @@ KEEP_LITERAL = [
     r"using world size:",
     r"-- arguments --",
     r"Root Cause \(first observed failure\)",
+    r"Root Cause:\s*$",  # (torch 1.9-1.10's summary: `Root Cause:` … `Other Failures:`)
+    r"Other Failures:\s*$",
     r"The above exception was the direct cause",
     r"During handling of the above exception",
     r"memory \(MB\) \|",
