@@ -211,3 +211,10 @@ def test_every_pattern_loosened_matches_its_own_examples():
         if p.examples:
             hit = pl.Series(list(p.examples), dtype=pl.String).str.contains(loosen_repeats(p.regex))
             assert hit.all(), p.id
+
+
+def test_corpus_logs_fit_in_one_window():
+    """.ci/run reads the corpus on one engine only: its logs never reach the prefilter (a chunk of one window is
+    split whole).  A bigger corpus log would need the fallback engine's run of tests/test_corpus.py again."""
+    sizes = [sum(p.stat().st_size for p in case.rglob("logs/*") if p.is_file()) for case in CORPUS.iterdir()]
+    assert max(sizes) <= prefilter.WINDOW
