@@ -140,6 +140,31 @@ HEALTHY = {
         "Failed to load image Python extension: libc10_cuda.so: cannot open shared object file: No such file or "
         "directory\n" + _STEPS
     ),
+    # an exception a program caught and logged as it fell back, a config's comment naming a DeepSpeed field, an
+    # optional file's OSError printed, notices of a missing file the program goes on without (a second read's logs)
+    "caught_and_went_on": (
+        "WARNING:__main__:flash-attn unavailable, using sdpa instead (RuntimeError: FlashAttention is only supported "
+        "on sm80 and newer; found sm75)\n"
+        "  reduce_bucket_size: 5.0e+8   # also the default for stage3_prefetch_bucket_size\n"
+        "[Errno 2] No such file or directory: 'configs/local_overrides.yaml'\n"
+        "=> no local overrides, using defaults\n"
+        "2024-06-11 09:00:04 | INFO | train | Could not find checkpoint at /scratch/runs/ft-07/last.pt, starting from "
+        "scratch\n" + _STEPS
+    ),
+    # NCCL's recovered error traces in a container (its hex id for a host), and at teardown where only subgroups'
+    # communicators were printed (Megatron's tensor-parallel groups)
+    "nccl_traces_container_and_teardown": (
+        "4f9c2e7a1b3d:41234:41302 [1] NCCL INFO misc/socket.cc:567 -> 2\n"
+        "4f9c2e7a1b3d:41234:41302 [1] NCCL INFO comm 0x5612f4b0a1c0 rank 1 nranks 2 cudaDev 1 busId 2a000 - Init COMPLETE\n"
+        "using world size: 4, data-parallel size: 2, context-parallel size: 1, tensor-model-parallel size: 2, "
+        "pipeline-model-parallel size: 1\n"
+        "> initializing torch distributed ...\n"
+        "node01:8812:8870 [0] NCCL INFO comm 0x55aa00 rank 0 nranks 2 cudaDev 0 busId 18000 - Init COMPLETE\n"
+        + _STEPS +
+        "node01:8812:8890 [0] NCCL INFO misc/socket.cc:47 -> 3\n"
+        "node01:8812:8890 [0] NCCL INFO proxy.cc:1374 -> 3\n"
+        "node01:8812:8812 [0] NCCL INFO comm 0x55aa00 rank 0 nranks 2 cudaDev 0 busId 18000 - Destroy COMPLETE\n"
+    ),
     # a DeepSpeed config that names the field, and a library's notice of what it supports
     "deepspeed_config_dump_and_support_notice": (
         '  "stage3_prefetch_bucket_size": "auto",\n'
@@ -696,3 +721,60 @@ def test_a_spawned_childs_truncated_pickle_is_its_parents_kill(write):
         "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 8512) of binary: "
         "/envs/uniad/bin/python\n"))]).root_cause
     assert root.category == "host_oom" and root.evidence.line == 8, root
+
+
+def test_an_xla_rendezvous_stuck_after_an_earlier_one_ended_is_named(write):
+    """XLA's word that one rendezvous ended clears the warnings before it, not a later one that never ends."""
+    d = diagnose([write("host1.log", (
+        "E0915 03:14:52.160034     395 rendezvous.cc:78] [id=6] This thread has been waiting for `[1] [rank=1] "
+        "Initialize clique: devices=8` for 10 seconds and may be stuck.\n"
+        "E0915 03:15:25.101290     395 rendezvous.cc:130] [id=6] This thread is unstuck waiting for `[1] [rank=1] "
+        "Initialize clique: devices=8` after 32.9s. Warning above was a false-positive. Perhaps the timeout is too short.\n"
+        "I0915 03:17:40.000000     395 train.py:201] step 300 loss=2.705 lr=3e-4\n"
+        "E0915 03:28:50.512301     395 rendezvous.cc:78] [id=731] This thread has been waiting for `[1] [rank=1] "
+        "all-reduce.17; participants=16` for 620 seconds and may be stuck. Expected 16 threads to join the rendezvous, "
+        "but only 8 of them arrived on time.\n"))])
+    assert d.root_cause is not None and d.root_cause.evidence.line == 4, d.root_cause
+
+
+def test_a_message_whose_colon_introduced_its_own_lines_introduces_no_traceback(write):
+    """`Error(s) in loading state_dict for X:` and its `Missing key(s)` line, then another process's traceback
+    (no prefixes): that traceback is no cause of the first, and the first names the failure."""
+    # (a second read's log, after https://github.com/togethercomputer/OpenChatKit/issues/95)
+    root = diagnose([write("job.log", (
+        "Traceback (most recent call last):\n"
+        '  File "dist_clm_train.py", line 301, in main\n'
+        "    pipe = get_pp_module(args, config, device, use_dp)\n"
+        "RuntimeError: Error(s) in loading state_dict for GPTStageFirst:\n"
+        '\tMissing key(s) in state_dict: "embed_in.weight".\n'
+        "Traceback (most recent call last):\n"
+        '  File "dist_clm_train.py", line 290, in main\n'
+        "    dist.barrier(group=_PIPELINE_PARALLEL_COMM)\n"
+        "RuntimeError: Socket Timeout\n"))]).root_cause
+    assert root.pattern == "data.state_dict_mismatch", root
+
+
+def test_two_summaries_mapping_one_local_rank_to_two_ranks_name_neither(write):
+    """torch 1.9's summaries of two nodes, pasted without hosts: local rank 1 is rank 3 in one, rank 1 in the other."""
+    summary = ("***************************************\n"
+               "Root Cause:\n"
+               "[0]:\n"
+               "  time: 2021-09-14_10:02:{s}\n"
+               "  rank: {r} (local_rank: 1)\n"
+               "  exitcode: 1 (pid: {p})\n"
+               "Other Failures:\n"
+               "  <NO_OTHER_FAILURES>\n")
+    root = diagnose([write("job.log", (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 190, in <module>\n'
+        "    loss = model(x).sum()\n"
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 1; 31.75 GiB total capacity)\n"
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 (pid: 5511) of binary: "
+        "/usr/bin/python3\n" + summary.format(s=11, r=3, p=5511) +
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 196, in <module>\n'
+        "    optimizer.step()\n"
+        "RuntimeError: NCCL communicator was aborted on rank 1.\n"
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 (pid: 7720) of binary: "
+        "/usr/bin/python3\n" + summary.format(s=40, r=1, p=7720)))]).root_cause
+    assert root.category == "oom" and root.rank in (None, 3), root

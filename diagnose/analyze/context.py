@@ -26,7 +26,7 @@ _MAPPING_HOST = regex.compile(r"'(?P<host>[^']+)': \[(?P<ranks>[\d, ]*)\]")
 # nranks 8 … Init COMPLETE`, and (old NCCL) the ring it builds: `… NCCL INFO Ring 00 : 3[3d000] -> 0[1a000] via …`
 # (the lines the scan keeps for it, grammar.KEEP_LITERAL)
 _NCCL_RANK = regex.compile(
-    r"^(?:\[[^\]]*\] ?)?(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] NCCL INFO "
+    r"^(?:\[[^\]]*\] ?)?(?P<host>[\w.-]*[A-Za-z][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] NCCL INFO "
     r"(?:.*?\bcomm 0x[0-9a-f]+ rank (?P<rank>\d+) n[Rr]anks (?P<n>\d+)|Ring 00 : (?P<ring>\d+)(?:\[\w+\])? ->)")
 # one process in all: its rank is 0 (also LAVIS's `| distributed init (rank 0, world 1): env://`)
 _ONE_PROCESS = regex.compile(r"\b(?:world[_ ]size|WORLD_SIZE|dist_world_size)(?: is|=|:| =)\s*1\b(?![.\d])|\(rank 0, world 1\)")
@@ -125,7 +125,9 @@ class JobContext:
     one_process: bool = False  # the logs say the world size is 1
     one_per_node: bool = False  # the launcher was told one process a node (`--nproc_per_node=1`)
     nccl_ranks: dict[tuple[str, int], tuple[int, int, int]] = field(default_factory=dict)  # (host, pid) → (rank, src, line)
-    xla_unstuck: bool = False  # XLA said a rendezvous it had warned about completed after all (its false alarm)
+    nccl_procs: set[tuple[str, int]] = field(default_factory=set)  # (host, pid) of processes that set up a communicator
+    # (src, line) of XLA's words that a rendezvous it had warned about completed after all (a false alarm before them)
+    xla_unstuck: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def world_size(self) -> int | None:
@@ -311,14 +313,20 @@ def read_context(df: pl.DataFrame) -> JobContext:
         a.end = b.line - 1 if b is not None and b.src == a.src else a.line + 400
     if launchers:
         ctx.launcher = "+".join(sorted(launchers, key=["srun", "torchrun"].index))
+    clash = set()  # (two nodes' summaries without hosts, one local rank each: which node a line is from is unknown)
     for f in ctx.failures:
         if f.rank is not None and f.local_rank is not None:
-            ctx.local_to_global[(f.host, f.local_rank)] = f.rank
+            if ctx.local_to_global.setdefault((f.host, f.local_rank), f.rank) != f.rank:
+                clash.add((f.host, f.local_rank))
             if f.host:
                 ctx.rank_host[f.rank] = f.host
-    ctx.many_nodes = ctx.many_nodes or _shows_many_nodes(df, ctx)
+    ctx.many_nodes = ctx.many_nodes or _shows_many_nodes(df, ctx)  # (a clash shows another node too)
+    for key in clash:
+        del ctx.local_to_global[key]
     ctx.nccl_ranks = _nccl_ranks(nccl, ctx.world_size)
-    ctx.xla_unstuck = "pid" in df.columns and df.get_column("pid").eq(XLA_UNSTUCK).any()
+    ctx.nccl_procs = {(host, pid) for host, pid, *_ in nccl}
+    if "pid" in df.columns:
+        ctx.xla_unstuck = df.filter(pl.col("pid") == XLA_UNSTUCK).select("src", "lineno").rows()
     return ctx
 
 

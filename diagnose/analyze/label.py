@@ -115,8 +115,8 @@ def build_events(
         # an exception line outside any traceback (its traceback was not printed, or cut off): a
         # candidate only when nothing better is in the logs
         role = "fallback" if pid == GENERIC else p.role
-        if pid == levels.LAST_WORD_ONLY or (pid == ERROR_LINE and levels.by_level_only(lead or "", msg, p)):
-            if lineno <= ends.get(src, 0) - levels.LAST_LINES:
+        if pid in levels.LAST_WORD_ONLY or (pid == ERROR_LINE and levels.by_level_only(lead or "", msg, p)):
+            if lineno <= ends.get(src, 0) - levels.LAST_WORD_ONLY.get(pid, levels.LAST_LINES):
                 continue
             role = levels.LAST_WORD
         if levels.warned(role, lead or "", msg, traceback=(src, stream, lineno) in warned):

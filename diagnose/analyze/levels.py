@@ -22,9 +22,12 @@ _ERROR_LEAD_RX = regex.compile(_ERROR_LEAD)
 _FATAL_LEAD_RX = regex.compile(_FATAL_LEAD)
 LAST_WORD = "last_word"  # an Event role: see _ERROR_LEAD
 WARNED = "warned"  # an Event role: see warned()
-# a program's `Failed to …:` with no error word: a root only where the log ends on it (as an error line by its level)
-LAST_WORD_ONLY = "fallback.failed_to"
 LAST_LINES = 2  # "the log ends on it": its file's last line, or the one before (a shell prompt, a blank)
+
+# Fallbacks that are a root only where the log ends on them (as an error line by its level), and how near its end:
+# a program's `Failed to …:` or an OSError's str printed with no error word (healthy runs print such lines and go
+# on), argparse's usage (`--help` prints it too; its error line comes after the usage, which may wrap over lines)
+LAST_WORD_ONLY = {"fallback.failed_to": LAST_LINES, "fallback.errno_printed": LAST_LINES, "fallback.argparse_usage": 40}
 
 # A failure's words in a warning: Python's warnings module (`conv.py:456: UserWarning: Plan failed with a
 # cudnnException: … CUDNN_STATUS_NOT_SUPPORTED`, torch 2.3's cuDNN v8 API, harmless by pytorch/pytorch#121834), and a

@@ -93,7 +93,10 @@ def _walk(stream, rows, multi_stream_srcs, chains):
             # an exception message that ends with a colon introduces the traceback printed right after it, its cause
             # (Ray's "failed to import on the worker ...:" and the ModuleNotFoundError that says why; mp.spawn's
             # `ProcessRaisedException:` / `-- Process 1 terminated with the following error:` and the worker's own)
-            introduced = (r[_HEADER] and state == "exc" and block is not None and (block.exception or "").endswith(":")
+            # (the message's last line: a colon that introduced its own next lines, `Error(s) in loading state_dict
+            # for X:` and its `Missing key(s)`, introduces no traceback)
+            said = (block.continuation[-1][1] if block.continuation else block.exception or "") if block else ""
+            introduced = (r[_HEADER] and state == "exc" and said.rstrip().endswith(":")
                           and prev_line is not None and r[_LINENO] - prev_line <= 2)
             # (so do the remote frames under Ray's `RayTaskError(Inner): ray::…`, ending in Inner's own line)
             introduced = introduced or (state == "exc" and linked and block is not None

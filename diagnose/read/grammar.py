@@ -143,6 +143,6 @@ TS_SYSLOG = (r"^(?P<Mon>" + "|".join(MONTHS) + r") [ ]?(?P<D>\d{1,2}) (?P<h>\d\d
 TS_LABELLED = r"(?:datetime: |CANCELLED AT |time\s*: )(?P<Y>\d{4})-(?P<M>\d\d)-(?P<D>\d\d)[ T_](?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,9}))?"
 
 # NCCL debug lines: `[ts]host:pid:tid [dev] ...`
-NCCL_ORIGIN = r"^(?:\[[^\]]*\] ?)?(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]"
+NCCL_ORIGIN = r"^(?:\[[^\]]*\] ?)?(?P<host>[\w.-]*[A-Za-z][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]"
 # `[Rank 3]` / `[PG 0 (default_pg) Rank 3]` / `[PG ID 0 PG GUID 0(default_pg) Rank 3]` inside c10d text
 PG_RANK = r"\[(?:PG (?:ID )?(?P<pg>\d+)[^\]]*?)?Rank (?P<rank>\d+)\]"
