@@ -43,11 +43,7 @@ def loose_rank(e: Event) -> int:
 
 def loose_root(e: Event, ctx: JobContext) -> bool:
     """May the fallback event e be the likeliest root?"""
-    src, line = e.order[2], e.order[3]
-    if e.pattern == "fallback.xla_rendezvous_stuck" and "may be stuck" in e.message and any(
-            s == src and n > line for s, n in ctx.xla_unstuck):
-        return False  # XLA said it was unstuck after the warning: a false alarm
-    return not _joined_later(e, ctx) and not _at_warning_level(e)
+    return not _joined_later(e, ctx) and not _unstuck_later(e, ctx) and not _at_warning_level(e)
 
 
 def _at_warning_level(e: Event) -> bool:
@@ -57,7 +53,14 @@ def _at_warning_level(e: Event) -> bool:
 def _joined_later(e: Event, ctx: JobContext) -> bool:
     m = _NCCL_ORIGIN.match(e.message) if e.pattern in _NCCL_RECOVERABLE else None
     # (a communicator of a subgroup too: Megatron's TP groups print their own, and the process went on)
-    return bool(m) and ((m["host"], int(m["pid"])) in ctx.nccl_ranks or (m["host"], int(m["pid"])) in ctx.nccl_procs)
+    return bool(m) and (m["host"], int(m["pid"])) in ctx.nccl_procs
+
+
+def _unstuck_later(e: Event, ctx: JobContext) -> bool:
+    """XLA said, later in the same file, that a rendezvous it warned about ended: the warning was a false alarm."""
+    src, line = e.order[2], e.order[3]
+    return (e.pattern == "fallback.xla_rendezvous_stuck" and "may be stuck" in e.message
+            and any(s == src and n > line for s, n in ctx.xla_unstuck))
 
 
 def kind_from_words(root: Event, patterns: dict[str, Pattern]) -> dict:
